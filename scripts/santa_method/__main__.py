@@ -1,0 +1,5 @@
+import sys
+
+from santa_method.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The Claude Code face: hooks and `santa init`."""

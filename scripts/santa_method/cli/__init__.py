@@ -1,0 +1,84 @@
+"""The `santa` command: a thin layer that parses arguments, calls the API, prints.
+
+Each sub-command lives in its own module with a `register(subparsers)`
+function; this file only wires them together and maps errors to exit codes.
+Sub-command modules import their heavy dependencies inside their handlers so
+that `santa --help` and the hook path stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from santa_method import __version__
+from santa_method.core.errors import SantaError
+
+# Order is the order shown in `santa --help`. A module that does not exist
+# yet is skipped, so the CLI grows one file at a time.
+_COMMANDS = (
+    "validate",
+    "gate",
+    "round",
+    "log",
+    "runs",
+    "metrics",
+    "rubric",
+    "report",
+    "hook",
+    "init",
+    "run",
+    "batch",
+    "sample",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; keep its message to one line."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"santa: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="santa",
+        description="Verify AI output with independent reviewers and a verdict gate enforced by code.",
+    )
+    parser.add_argument("--version", action="version", version=f"santa-method {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in _COMMANDS:
+        try:
+            module = importlib.import_module(f"santa_method.cli.{name}_cmd")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"santa_method.cli.{name}_cmd":
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SantaError as exc:
+        print(f"santa: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("santa: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

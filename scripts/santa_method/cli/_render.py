@@ -1,0 +1,58 @@
+"""Readable forms of validation and gate results (plain text, no colour:
+these run in hooks and CI logs where escape codes are noise)."""
+
+from __future__ import annotations
+
+from santa_method.core.types import GateResult, MergedIssue, ValidationResult
+
+_EVIDENCE = {
+    "verified": "quote found in the output",
+    "unverified": "quote NOT found in the output: suspected false positive, check it first",
+    "none": "no quote",
+}
+
+
+def validation_text(result: ValidationResult) -> str:
+    head = "valid" if result.valid else "INVALID"
+    lines = [f"{head} review" + (f", verdict {result.verdict}" if result.verdict else "")]
+    lines += [f"  error: {e}" for e in result.errors]
+    lines += [f"  warning: {w}" for w in result.warnings]
+    if result.review is not None:
+        for issue in result.review.critical_issues:
+            lines.append(f"  issue [{issue.criterion}] {issue.issue} ({issue.evidence})")
+    return "\n".join(lines)
+
+
+def _issue_lines(n: int, issue: MergedIssue) -> list[str]:
+    lines = [f"{n}. [{issue.criterion}] {issue.issue}"]
+    lines.append(f"   flagged by {', '.join(issue.flagged_by)}")
+    if issue.quote is not None:
+        lines.append(f"   quote: {issue.quote!r} ({_EVIDENCE[issue.evidence]})")
+    elif issue.missing is not None:
+        lines.append(f"   missing: {issue.missing}")
+    else:
+        lines.append("   evidence: none given")
+    if issue.location:
+        lines.append(f"   location: {issue.location}")
+    return lines
+
+
+def gate_text(result: GateResult) -> str:
+    lines = [f"{result.verdict}  next: {result.next}"]
+    lines += [f"  - {reason}" for reason in result.reasons]
+    for review in result.reviews:
+        state = f"{review.verdict}" if review.valid else "invalid"
+        lines.append(f"reviewer {review.label}: {state}")
+        lines += [f"    {e}" for e in review.errors]
+    if result.issues:
+        agreement = "" if result.agreement is None else f", agreement {result.agreement:.0%}"
+        lines.append(f"issues ({len(result.issues)} merged{agreement}):")
+        for n, issue in enumerate(result.issues, 1):
+            lines += _issue_lines(n, issue)
+    if result.suggestions:
+        lines.append("suggestions (non-blocking):")
+        lines += [f"  - {s}" for s in result.suggestions]
+    for key in ("fixer_instruction", "report"):
+        if result.extra.get(key):
+            lines.append(f"{key.replace('_', ' ')}: {result.extra[key]}")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""`santa gate`: the verdict of a round, from review files or from a run's store."""
+
+from __future__ import annotations
+
+import argparse
+
+from santa_method.cli._io import print_json, read_text, split_labels
+from santa_method.core.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "gate",
+        help="merge reviews into one verdict: NICE (ship) or NAUGHTY",
+        description=(
+            "Validate every review, merge their flags and decide the round: NICE (exit 0) "
+            "only if at least two reviews are given and every one is valid and PASS; "
+            "otherwise NAUGHTY (exit 1) with the next step (rereview, fix or escalate). "
+            "With --run, the rubric, output and canary come from the run, and reviews from "
+            "the run's store (or from files, for runs whose source is 'files')."
+        ),
+    )
+    p.add_argument("reviews", nargs="*", metavar="REVIEW", help="reply files ('-' for stdin)")
+    p.add_argument("--run", metavar="ID", help="gate a round of this run")
+    p.add_argument("--iteration", type=int, metavar="N", help="the round to gate (default: current)")
+    p.add_argument("--rubric", metavar="R", help="rubric name or path (files form)")
+    p.add_argument("--against", metavar="FILE", help="the output under review (files form)")
+    p.add_argument("--canary", metavar="TOKEN", help="the canary every review must echo")
+    p.add_argument("--labels", metavar="B,C,...", help="reviewer labels (default B, C, D, ...)")
+    p.add_argument("--log", metavar="PATH", help="the iteration log (with --run)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from santa_method.cli._render import gate_text
+
+    if args.run:
+        from santa_method.state.runs import gate_run
+
+        result = gate_run(
+            args.run,
+            iteration=args.iteration,
+            review_files=args.reviews,
+            labels=split_labels(args.labels),
+            log_path=args.log,
+        )
+    else:
+        from santa_method.cli.validate_cmd import load_rubric_arg
+        from santa_method.core.gate import gate_replies
+
+        if args.iteration is not None:
+            raise InputError("--iteration needs --run")
+        if not args.reviews:
+            raise InputError("give the review files to gate (at least two), or --run ID")
+        labels = split_labels(args.labels)
+        if labels is not None and len(labels) != len(args.reviews):
+            raise InputError(f"--labels names {len(labels)} reviewers for {len(args.reviews)} reviews")
+        if sum(1 for r in args.reviews if r == "-") > 1:
+            raise InputError("only one review can come from stdin")
+        output = read_text(args.against, "output") if args.against else None
+        rubric = load_rubric_arg(args.rubric)
+        replies = [read_text(path, "review") for path in args.reviews]
+        result = gate_replies(replies, labels, rubric=rubric, output=output, canary=args.canary)
+        # One file alone can never be NICE: the second reviewer's slot stays empty.
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(gate_text(result))
+    return 0 if result.verdict == "NICE" else 1

@@ -1,0 +1,49 @@
+"""`santa validate`: is one reviewer reply a review the gate may count?"""
+
+from __future__ import annotations
+
+import argparse
+
+from santa_method.cli._io import print_json, read_text
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="check one reviewer reply against the review contract",
+        description=(
+            "Check one reviewer reply (raw text: prose and code fences are fine) against the "
+            "review contract: schema, consistency, rubric coverage, canary and evidence. "
+            "Exit 0 for a valid review (PASS or FAIL), 1 for an invalid one, 2 for bad input."
+        ),
+    )
+    p.add_argument("review", metavar="REVIEW", help="the reply file ('-' for stdin)")
+    p.add_argument("--rubric", metavar="R", help="rubric name (base, code+regulated) or path")
+    p.add_argument("--against", metavar="FILE", help="the output under review, to check quotes")
+    p.add_argument("--canary", metavar="TOKEN", help="the canary the review must echo")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def load_rubric_arg(value: str | None):  # noqa: ANN201 - Rubric | None, imported lazily
+    if value is None:
+        return None
+    from santa_method.core.rubric import load_rubric
+    from santa_method.state.paths import project_rubrics_dir
+
+    return load_rubric(value, search_dirs=(project_rubrics_dir(),))
+
+
+def run(args: argparse.Namespace) -> int:
+    from santa_method.cli._render import validation_text
+    from santa_method.core.review import validate_reply
+
+    reply = read_text(args.review, "review")
+    output = read_text(args.against, "output") if args.against else None
+    rubric = load_rubric_arg(args.rubric)
+    result = validate_reply(reply, rubric=rubric, output=output, canary=args.canary)
+    if args.json:
+        print_json(result.to_json())
+    else:
+        print(validation_text(result))
+    return 0 if result.valid else 1

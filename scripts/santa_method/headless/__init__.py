@@ -1,0 +1,1 @@
+"""The Python face: the loop driven through model backends."""

@@ -1,0 +1,1 @@
+"""Model backends, each written against the public protocol in `base`."""
