@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -78,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("santa: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # fail closed: a crash is never a success
+        if os.environ.get("SANTA_DEBUG"):
+            raise
+        print(f"santa: internal error: {type(exc).__name__}: {exc} (set SANTA_DEBUG=1 for details)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
