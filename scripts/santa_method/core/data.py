@@ -20,3 +20,11 @@ def data_dir(name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise FileNotFoundError(f"the packaged folder '{name}' is missing; reinstall santa-method")
+
+
+def plugin_file(relative: str) -> Path:
+    """A file of the Claude Code plugin (SKILL.md, agents/, commands/), for `santa init`."""
+    for candidate in (_PACKAGE / "_data" / "plugin" / relative, _PACKAGE.parent.parent / relative):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"the plugin file '{relative}' is missing; reinstall santa-method")

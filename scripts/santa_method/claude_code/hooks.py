@@ -1,0 +1,242 @@
+"""Claude Code hooks that enforce the loop where the model cannot be trusted.
+
+- `pretooluse_agent`: a reviewer or fixer subagent may be spawned only with
+  the helper's exact instruction for an open round (or open fix), and no
+  more reviewers than the round has open slots. The main agent cannot
+  paraphrase, trim or enrich what reviewers and the fixer see.
+- `subagent_stop`: a reviewer's final reply is validated against its round
+  (found from the reviewer's own transcript, never from anything the main
+  agent copies). Invalid replies are handed back with the exact errors, an
+  unverified quote once; after at most 2 blocks the reply is stored as a
+  failed review. Valid replies are stored verbatim with the agent id and
+  transcript path, which the gate checks again.
+
+The hook protocol decides how failures look: Claude Code lets a tool call or
+a reply through when a hook exits non-zero, so these functions never raise.
+Every internal error ends in a refusal (PreToolUse) or a stored failed review
+(SubagentStop), never in silent acceptance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+REVIEWER_TYPES = frozenset({"santa-method:reviewer", "santa-reviewer"})
+FIXER_TYPES = frozenset({"santa-method:fixer", "santa-fixer"})
+MAX_BLOCKS = 2
+
+Reply = dict[str, Any] | None  # the JSON to print; None means "allow, print nothing"
+
+
+def deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+def block(reason: str) -> dict[str, Any]:
+    return {"decision": "block", "reason": reason}
+
+
+# --- PreToolUse on Agent ----------------------------------------------------
+
+
+def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
+    try:
+        return _pretooluse_agent(payload)
+    except Exception as exc:  # fail closed for our own agents
+        tool_input = payload.get("tool_input") if isinstance(payload, Mapping) else None
+        kind = tool_input.get("subagent_type") if isinstance(tool_input, Mapping) else None
+        if kind in REVIEWER_TYPES | FIXER_TYPES or kind is None:
+            return deny(f"santa-method could not check this agent call ({type(exc).__name__}: {exc})")
+        return None
+
+
+def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
+    from santa_method.state import runs
+
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, Mapping):
+        return deny("santa-method could not read the Agent call's input")
+    kind = tool_input.get("subagent_type")
+    prompt = tool_input.get("prompt")
+    prompt = prompt.strip() if isinstance(prompt, str) else ""
+    is_review_prompt = prompt.startswith("santa-method review, run ")
+    is_fix_prompt = prompt.startswith("santa-method fix, run ")
+
+    if kind in REVIEWER_TYPES:
+        found = runs.find_round(prompt)
+        if found is None:
+            return deny(
+                "A santa reviewer must get exactly the instruction printed by `santa round start` "
+                "for the open round, character for character, and nothing else. Run "
+                "`santa round start ... --json` and pass its `instruction` unchanged."
+            )
+        refusal = runs.reserve_reviewer(*found)
+        if refusal:
+            return deny(f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`.")
+        return None
+    if kind in FIXER_TYPES:
+        if not runs.fixer_open(prompt):
+            return deny(
+                "The santa fixer must get exactly the gate's `fixer_instruction` for the open fix, "
+                "and nothing else: no flags of your own, no extra context."
+            )
+        return None
+    if is_review_prompt or is_fix_prompt:
+        role = "reviewer" if is_review_prompt else "fixer"
+        return deny(
+            f"A santa {role} assignment must go to the santa {role} agent "
+            f"(santa-method:{role}, or santa-{role} when vendored), which has the right tools."
+        )
+    return None
+
+
+# --- SubagentStop for reviewers ---------------------------------------------
+
+
+def _text_of(message: Any) -> str:
+    content = message.get("content") if isinstance(message, Mapping) else message
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _first_prompt(transcript_path: str) -> str | None:
+    try:
+        with open(transcript_path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict) and record.get("type") == "user":
+                    return _text_of(record.get("message")).strip()
+    except OSError:
+        return None
+    return None
+
+
+def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
+    folder = run_dir / f"round-{round_number}" / "hook-blocks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{safe}.json"
+
+
+def subagent_stop(payload: Mapping[str, Any]) -> Reply:
+    if not isinstance(payload, Mapping) or payload.get("agent_type") not in REVIEWER_TYPES:
+        return None
+    found: tuple[str, int] | None = None
+    try:
+        from santa_method.state import runs
+
+        transcript = str(payload.get("agent_transcript_path") or "")
+        prompt = _first_prompt(transcript) if transcript else None
+        found = runs.find_round(prompt) if prompt else None
+        if found is None:
+            # Not spawned for an open round (the PreToolUse guard refuses
+            # that); there is no round to count this reply in.
+            return None
+        return _judge(payload, found, transcript)
+    except Exception as exc:
+        return _store_failure(payload, found, f"internal error in the santa stop hook ({type(exc).__name__}: {exc})")
+
+
+def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
+    from santa_method.core.review import unverified_quote_messages, validate_reply
+    from santa_method.core.rubric import rubric_from_json
+    from santa_method.state import runs
+
+    run_id, round_number = found
+    state = runs.load(run_id)
+    folder = runs.run_dir(run_id)
+    current = state["rounds"][-1]
+    rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
+    output = (folder / f"round-{round_number}" / "output.txt").read_text(encoding="utf-8")
+    reply = payload.get("last_assistant_message")
+    reply = reply if isinstance(reply, str) else ""
+    agent_id = str(payload.get("agent_id") or "unknown")
+    result = validate_reply(reply, rubric=rubric, output=output, canary=current["canary"])
+
+    counter_file = _blocks_file(folder, round_number, agent_id)
+    counter = json.loads(counter_file.read_text()) if counter_file.exists() else {"blocks": 0, "quote_blocks": 0}
+
+    if not result.valid:
+        if counter["blocks"] < MAX_BLOCKS:
+            counter["blocks"] += 1
+            counter_file.write_text(json.dumps(counter))
+            errors = "\n".join(f"- {e}" for e in result.errors)
+            return block(
+                "Your review is not valid and was not counted. Fix exactly these problems and "
+                f"reply again with the review JSON only:\n{errors}"
+            )
+        runs.store_reply(
+            run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript,
+            failed=True, errors=list(result.errors),
+        )
+        return None
+    review = result.review
+    unverified = unverified_quote_messages(review) if review is not None else []
+    if unverified and counter["quote_blocks"] < 1 and counter["blocks"] < MAX_BLOCKS:
+        counter["blocks"] += 1
+        counter["quote_blocks"] += 1
+        counter_file.write_text(json.dumps(counter))
+        items = "\n".join(f"- {m}" for m in unverified)
+        return block(
+            "Some quotes do not occur in the output under review. For each, copy the exact text "
+            f"from the output, or withdraw the issue; then reply with the whole review JSON again:\n{items}"
+        )
+    runs.store_reply(run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript)
+    return None
+
+
+def _store_failure(payload: Mapping[str, Any], found: tuple[str, int] | None, why: str) -> Reply:
+    """Record the reviewer's slot as failed; if even that fails, the slot
+    stays empty and the gate counts it as a missing review."""
+    if found is None:
+        return None
+    try:
+        from santa_method.state import runs
+
+        runs.store_reply(
+            found[0],
+            found[1],
+            reply=str(payload.get("last_assistant_message") or ""),
+            agent_id=str(payload.get("agent_id") or "unknown"),
+            transcript_path=str(payload.get("agent_transcript_path") or ""),
+            failed=True,
+            errors=[why],
+        )
+    except Exception:
+        return None
+    return None
+
+
+HANDLERS = {"pretooluse-agent": pretooluse_agent, "subagent-stop": subagent_stop}
+
+
+def run_hook(name: str, raw: str) -> str:
+    """Run hook `name` on Claude Code's JSON input; return what to print."""
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        payload = None
+    handler = HANDLERS[name]
+    if not isinstance(payload, dict):
+        if name == "pretooluse-agent":
+            return json.dumps(deny("santa-method could not read the hook input"))
+        return ""
+    result = handler(payload)
+    return json.dumps(result) if result is not None else ""

@@ -1,0 +1,132 @@
+"""`santa init`: drop the method into a repository that does not load the plugin.
+
+The skill, the commands and both agents are copied into `DIR/.claude/`
+(agents renamed `santa-reviewer` and `santa-fixer`, commands prefixed
+`santa-`), and the hooks are merged into `DIR/.claude/settings.json`
+without losing anything already there. The hooks call a small launcher,
+`.claude/santa/santa-hook`, that finds the helper in the repository's
+environment and refuses santa's own agents when it cannot, because a hook
+command that is not found would let everything through.
+
+Idempotent: files that already hold the same text are left alone, files
+changed by someone are kept unless `force` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from santa_method.core.data import plugin_file
+from santa_method.core.errors import InputError
+
+HOOK_LAUNCHER = ".claude/santa/santa-hook"
+COMMANDS = ("verify", "batch", "metrics", "escape")
+HOOKS = {
+    "PreToolUse": {"matcher": "Agent", "name": "pretooluse-agent"},
+    "SubagentStop": {"matcher": None, "name": "subagent-stop"},
+}
+
+
+@dataclass
+class InitResult:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    settings: str = "unchanged"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"written": self.written, "unchanged": self.unchanged, "kept": self.kept, "settings": self.settings}
+
+
+def _rename(text: str) -> str:
+    """Plugin names to vendored names: agents and slash commands."""
+    text = re.sub(r"/santa-method:(verify|batch|metrics|escape)\b", r"/santa-\1", text)
+    return text
+
+
+def _agent(text: str, name: str) -> str:
+    return re.sub(r"^name:\s*\S+\s*$", f"name: {name}", text, count=1, flags=re.MULTILINE)
+
+
+def vendored_files() -> dict[str, str]:
+    """Relative path under DIR -> content."""
+    files = {".claude/skills/santa-method/SKILL.md": _rename(plugin_file("SKILL.md").read_text(encoding="utf-8"))}
+    for agent in ("reviewer", "fixer"):
+        body = plugin_file(f"agents/{agent}.md").read_text(encoding="utf-8")
+        files[f".claude/agents/santa-{agent}.md"] = _agent(_rename(body), f"santa-{agent}")
+    for name in COMMANDS:
+        body = plugin_file(f"commands/{name}.md").read_text(encoding="utf-8")
+        files[f".claude/commands/santa-{name}.md"] = _rename(body)
+    files[HOOK_LAUNCHER] = (Path(__file__).parent / "santa-hook.sh").read_text(encoding="utf-8")
+    return files
+
+
+def _hook_command(name: str) -> str:
+    return f'"$CLAUDE_PROJECT_DIR"/{HOOK_LAUNCHER} {name}'
+
+
+def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Add santa's hooks to a settings object; return it and whether it changed."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InputError(".claude/settings.json has a 'hooks' value that is not an object")
+    changed = False
+    for event, spec in HOOKS.items():
+        entries = hooks.setdefault(event, [])
+        if not isinstance(entries, list):
+            raise InputError(f".claude/settings.json hooks.{event} is not a list")
+        command = _hook_command(spec["name"])
+        present = any(
+            isinstance(h, dict) and h.get("command") == command
+            for entry in entries
+            if isinstance(entry, dict)
+            for h in entry.get("hooks", [])
+        )
+        if present:
+            continue
+        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 60}]}
+        if spec["matcher"]:
+            entry = {"matcher": spec["matcher"], **entry}
+        entries.append(entry)
+        changed = True
+    return settings, changed
+
+
+def init(directory: str | Path, *, force: bool = False) -> InitResult:
+    root = Path(directory).resolve()
+    if not root.is_dir():
+        raise InputError(f"'{directory}' is not a directory")
+    result = InitResult()
+    for rel, content in vendored_files().items():
+        path = root / rel
+        if path.exists():
+            if path.read_text(encoding="utf-8") == content:
+                result.unchanged.append(rel)
+                continue
+            if not force:
+                result.kept.append(rel)
+                continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        if rel == HOOK_LAUNCHER:
+            path.chmod(0o755)
+        result.written.append(rel)
+    settings_path = root / ".claude" / "settings.json"
+    settings: dict[str, Any] = {}
+    if settings_path.exists():
+        try:
+            settings = json.loads(settings_path.read_text(encoding="utf-8") or "{}")
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{settings_path} is not valid JSON ({exc.msg}); fix it first") from None
+        if not isinstance(settings, dict):
+            raise InputError(f"{settings_path} does not hold a JSON object")
+    merged, changed = merge_settings(settings)
+    if changed or not settings_path.exists():
+        settings_path.parent.mkdir(parents=True, exist_ok=True)
+        settings_path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+        result.settings = "updated"
+    return result
