@@ -1,0 +1,243 @@
+"""Project defaults from `.santa/config.yaml`; command-line flags override them.
+
+A project states once how it verifies (rubric, how many reviewers, which
+models, the fix cap, a budget, the deterministic pre-check) instead of
+repeating flags in every call. The file is strict: an unknown key or a
+value of the wrong type stops the command with one sentence naming the key,
+because a typo such as `max_fix: 1` silently ignored would change what
+"verified" means. See `examples/config.yaml` for every key, documented.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from santa_method.core.errors import InputError
+from santa_method.state import paths
+
+CONFIG_NAME = "config.yaml"
+MIN_REVIEWERS = 2
+
+Models = tuple[str, ...] | Mapping[str, str] | None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective settings of a run.
+
+    `models`: None inherits the backend's (or Claude Code's) default; a tuple
+    is read in reviewer order and repeats when there are more reviewers than
+    entries (one entry means "every reviewer"); a mapping goes by reviewer
+    label (`B`, `C`, ...), with the optional key `default` for the others.
+    `log` is None for the default log (`SANTA_LOG`, else `.santa/log.jsonl`).
+    """
+
+    rubric: str = "base"
+    reviewers: int = 2
+    models: Models = None
+    max_fixes: int = 3
+    budget_usd: float | None = None
+    pre_check: str | None = None
+    log: Path | None = None
+
+    def override(self, **cli_values: Any) -> Config:
+        """A copy with each given value replacing the config's; None keeps it.
+
+        Values are checked exactly like the file's, so `--reviewers 1` fails
+        with the same sentence as `reviewers: 1`.
+        """
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(cli_values) - known)
+        if unknown:
+            raise TypeError(f"Config.override() got unknown settings: {', '.join(unknown)}")
+        given = {k: v for k, v in cli_values.items() if v is not None}
+        return replace(self, **_check_values(given, source="the command line", base=None))
+
+    def model_for(self, index: int, label: str) -> str | None:
+        """The model of reviewer slot `index` (0-based) labelled `label`, None to inherit."""
+        if self.models is None:
+            return None
+        if isinstance(self.models, tuple):
+            return self.models[index % len(self.models)] if self.models else None
+        return self.models.get(label, self.models.get("default"))
+
+    def to_json(self) -> dict[str, Any]:
+        models: Any = self.models
+        if isinstance(models, tuple):
+            models = list(models)
+        elif models is not None:
+            models = dict(models)
+        return {
+            "rubric": self.rubric,
+            "reviewers": self.reviewers,
+            "models": models,
+            "max_fixes": self.max_fixes,
+            "budget_usd": self.budget_usd,
+            "pre_check": self.pre_check,
+            "log": str(self.log) if self.log is not None else None,
+        }
+
+
+def config_path(project_root: str | os.PathLike[str] | None = None) -> Path:
+    """`<project_root>/.santa/config.yaml`; with no root, the `.santa/` that `paths` finds."""
+    folder = Path(project_root) / ".santa" if project_root is not None else paths.santa_dir()
+    return folder / CONFIG_NAME
+
+
+def load_config(project_root: str | os.PathLike[str] | None = None) -> Config:
+    """Read the project's config; a missing file (or an empty one) means the defaults."""
+    path = config_path(project_root)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or "it is not readable UTF-8 text"
+        raise InputError(f"cannot read the config '{path}': {reason}") from None
+    return parse_config(text, source=str(path), base_dir=path.parent.parent)
+
+
+def parse_config(text: str, *, source: str = CONFIG_NAME, base_dir: Path | None = None) -> Config:
+    """A Config from YAML text; relative `log` paths are taken from `base_dir` (the project root)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise InputError(f"the config '{source}' is not valid YAML{at}") from None
+    if data is None:
+        return Config()
+    if not isinstance(data, dict):
+        raise InputError(
+            f"the config '{source}' must be a mapping of settings, not a {_kind(data)}"
+        )
+    return Config(**_check_values(data, source=f"the config '{source}'", base=base_dir))
+
+
+def _check_values(data: Mapping[Any, Any], *, source: str, base: Path | None) -> dict[str, Any]:
+    defaults = {f.name: f.default for f in fields(Config)}
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in defaults:
+            raise InputError(
+                f"{source} has an unknown key '{key}'; known keys: {', '.join(defaults)}"
+            )
+        if value is None and defaults[key] is None:
+            out[key] = None  # an explicit null is the default: inherit / none
+            continue
+        out[key] = _CHECKS[key](value, f"{source}: '{key}'", base)
+    return out
+
+
+def _rubric(value: Any, what: str, _base: Path | None) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a rubric name or path, not {_show(value)}")
+    return value.strip()
+
+
+def _reviewers(value: Any, what: str, _base: Path | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_REVIEWERS:
+        raise InputError(
+            f"{what} must be a whole number of at least {MIN_REVIEWERS}, not {_show(value)}"
+        )
+    return value
+
+
+def _max_fixes(value: Any, what: str, _base: Path | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{what} must be a whole number of at least 0, not {_show(value)}")
+    return value
+
+
+def _budget(value: Any, what: str, _base: Path | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise InputError(f"{what} must be a positive amount in US dollars, not {_show(value)}")
+    if value != value or value == float("inf"):
+        raise InputError(f"{what} must be a finite amount in US dollars, not {_show(value)}")
+    return float(value)
+
+
+def _pre_check(value: Any, what: str, _base: Path | None) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a shell command (a non-empty string), not {_show(value)}")
+    return value
+
+
+def _log(value: Any, what: str, base: Path | None) -> Path:
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{what} must be a file path, not {_show(value)}")
+    path = Path(value).expanduser()
+    return base / path if base is not None and not path.is_absolute() else path
+
+
+def _models(value: Any, what: str, _base: Path | None) -> Models:
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",")]
+    if isinstance(value, list | tuple):
+        if not value or not all(isinstance(m, str) and m.strip() for m in value):
+            raise InputError(
+                f"{what} must be a model name, a list of model names, or a map of reviewer label to model name"
+            )
+        return tuple(m.strip() for m in value)
+    if isinstance(value, Mapping):
+        if not value or not all(
+            isinstance(k, str) and k.strip() and isinstance(m, str) and m.strip()
+            for k, m in value.items()
+        ):
+            raise InputError(
+                f"{what} maps reviewer labels to model names; every key and value must be a non-empty string"
+            )
+        return MappingProxyType({k.strip(): m.strip() for k, m in value.items()})
+    raise InputError(
+        f"{what} must be a model name, a list of model names, or a map of reviewer label to model name, not {_show(value)}"
+    )
+
+
+_CHECKS = {
+    "rubric": _rubric,
+    "reviewers": _reviewers,
+    "models": _models,
+    "max_fixes": _max_fixes,
+    "budget_usd": _budget,
+    "pre_check": _pre_check,
+    "log": _log,
+}
+
+
+def _kind(value: Any) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return f"{_kind(value)} {text[:40]}{'...' if len(text) > 40 else ''}"
+
+
+def resolve_log_path(
+    cli_log: str | os.PathLike[str] | None = None,
+    project_root: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Which log a command uses: `--log`, else `SANTA_LOG`, else the config's `log`,
+    else `.santa/log.jsonl`. One rule, so every command reads the log the others write."""
+    if cli_log is not None and str(cli_log) != "":
+        return Path(cli_log)
+    env = os.environ.get("SANTA_LOG")
+    if env:
+        return Path(env)
+    configured = load_config(project_root).log
+    if configured is not None:
+        return configured
+    if project_root is not None:
+        return Path(project_root) / ".santa" / "log.jsonl"
+    return paths.default_log_path()

@@ -1,0 +1,260 @@
+"""The iteration log: append-only JSON Lines, one record per event.
+
+Metrics, `santa runs`, escalation reports and outside eval harnesses all
+read this file, so it must survive many writers (parallel reviewers, hooks,
+batch workers) and partial damage. Every writer takes an exclusive `flock`
+on the file and emits the whole line with one `os.write` on an `O_APPEND`
+descriptor, so lines never interleave and none is lost; readers take a
+shared lock, and a damaged line is reported and skipped, never fatal.
+Strings are redacted (`state.redact`) before they reach the disk; the
+structural fields in `STRUCTURAL_FIELDS` are written verbatim so ids and
+hashes stay joinable. A merged issue's `key` embeds its quote case-folded,
+where a detector may no longer recognise a secret; so when redaction changed
+any field of an object that has a `key`, the key is replaced by
+`<criterion>|redacted:<sha256 prefix>`, still stable across rounds.
+
+Every record has `ts` (UTC ISO-8601, set by `append`), `run_id`, `event`
+and `iteration` (the round, from 1; `null` or free-form for events not tied
+to a round), then the event's own fields, flat:
+
+- `run` (iteration 0 or null): `target`, `target_sha256`, `spec_sha256`,
+  `rubric`, `rubric_hash`, `models` (list or map, or null), `reviewers`
+  (expected count), `source` (`hook` | `files`).
+- `review`: `label`, `valid`, `verdict` (`PASS` | `FAIL` | null), `errors`
+  (list of str), `checks` (`[{criterion, result}]`), `issues` (the review's
+  critical issues as `Issue.to_json()`), optional `agent_id`, `tokens`,
+  `cost_usd`. One record per reviewer slot per gate.
+- `gate`: `verdict` (`NICE` | `NAUGHTY`), `next` (`ship` | `rereview` |
+  `fix` | `escalate`), `issues` (merged, each with at least `criterion`,
+  `key`, `flagged_by`, `evidence`), `agreement` (float or null), `reviewers`
+  (labels of the round's slots), `valid_reviewers` (labels of the slots
+  whose reply was valid). A re-review gates the same iteration again; the
+  round's verdict is its last gate.
+- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`.
+- `generate`: `tokens`, `cost_usd` (what generating the output cost).
+- `escape`: `description` (a defect found after shipping).
+- `waive`: `key` or `issue` (the flag a person overrides), `reason`.
+- `ship`, `escalate`: `reason`.
+
+`tokens` is an integer total (a map of integer parts is tolerated by
+`metrics`); `cost_usd` a number.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from santa_method.core.errors import InputError
+from santa_method.state.redact import redact
+
+EVENTS = frozenset(
+    {"run", "review", "gate", "fix", "ship", "escalate", "escape", "waive", "generate"}
+)
+#: Events whose iteration must be a round number (>= 1).
+ROUND_EVENTS = frozenset({"review", "gate", "fix"})
+#: Written verbatim, never redacted: identity and integrity fields.
+STRUCTURAL_FIELDS = frozenset(
+    {"ts", "run_id", "event", "iteration", "target_sha256", "spec_sha256", "rubric_hash"}
+)
+
+_LINE_BREAKS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+@dataclass(frozen=True)
+class DamagedLine:
+    """A line the reader skipped, 1-based, with the reason in words."""
+
+    line: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """The readable records, in file order, and the lines that were not."""
+
+    path: Path
+    records: tuple[dict[str, Any], ...] = ()
+    damaged: tuple[DamagedLine, ...] = ()
+
+    def warnings(self) -> list[str]:
+        """One sentence per damaged line, for stderr."""
+        return [f"{self.path} line {d.line}: {d.reason}; skipped" for d in self.damaged]
+
+
+def now_iso(moment: datetime | None = None) -> str:
+    """UTC ISO-8601 with microseconds and a `Z`, sortable as text."""
+    moment = moment or datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_ts(value: Any) -> datetime | None:
+    """A record's `ts` as an aware datetime, or None if it is not one."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def validate_record(record: Mapping[str, Any]) -> str | None:
+    """Why `record` is not a log record, or None if it is. Shared by writer and reader."""
+    if not isinstance(record, Mapping):
+        return "not a JSON object"
+    event = record.get("event")
+    if event not in EVENTS:
+        return f"unknown event {event!r}; expected one of {', '.join(sorted(EVENTS))}"
+    run_id = record.get("run_id")
+    if not isinstance(run_id, str) or not run_id.strip():
+        return "run_id is missing or not a non-empty string"
+    iteration = record.get("iteration")
+    if event in ROUND_EVENTS and (
+        isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 1
+    ):
+        return f"a {event} record needs an integer iteration of at least 1, not {iteration!r}"
+    return None
+
+
+def append(
+    path: str | os.PathLike[str], record: Mapping[str, Any], *, ts: datetime | None = None
+) -> dict[str, Any]:
+    """Redact `record`, stamp it with `ts` (now, UTC) and append it as one line.
+
+    Returns the record exactly as written. Raises ValueError for a record
+    that is not one (unknown event, no run_id, a round event without a round,
+    or a value JSON cannot hold), before anything touches the file.
+    """
+    problem = validate_record(record)
+    if problem:
+        raise ValueError(problem)
+    body = {k: v for k, v in record.items() if k not in ("ts", "run_id", "event", "iteration")}
+    stamped: dict[str, Any] = {
+        "ts": now_iso(ts),
+        "run_id": record["run_id"],
+        "event": record["event"],
+        "iteration": record.get("iteration"),
+        **_protect_keys(body, redact(body, skip_keys=STRUCTURAL_FIELDS)),
+    }
+    try:
+        line = json.dumps(stamped, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the {record['event']} record cannot be written as JSON: {exc}") from None
+    # Characters that str.splitlines() treats as line ends only occur inside
+    # JSON strings here; escaping them keeps "one record per line" true for
+    # every reader, not just ours.
+    for char, escape in _LINE_BREAKS:
+        line = line.replace(char, escape)
+    try:
+        data = (line + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: JSON's \u escape keeps the line valid UTF-8
+        data = (json.dumps(stamped, allow_nan=False, separators=(",", ":")) + "\n").encode("ascii")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            # A writer killed mid-line leaves no newline; start on a fresh line
+            # so that only the damaged line is lost, not ours as well.
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data
+            _write_all(fd, data)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return stamped
+
+
+def _protect_keys(original: Any, redacted: Any) -> Any:
+    if isinstance(original, dict) and isinstance(redacted, dict):
+        out = {k: _protect_keys(original[k], v) for k, v in redacted.items()}
+        key = original.get("key")
+        changed = any(original[k] != v for k, v in redacted.items() if k != "key")
+        if isinstance(key, str) and key and changed:
+            digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            criterion = original.get("criterion")
+            prefix = criterion if isinstance(criterion, str) else key.split("|", 1)[0]
+            out["key"] = f"{redact(prefix)}|redacted:{digest}"
+        return out
+    if isinstance(original, list | tuple) and isinstance(redacted, list | tuple):
+        return type(redacted)(_protect_keys(o, r) for o, r in zip(original, redacted, strict=True))
+    return redacted
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    # One write covers any realistic record; the loop only guards the rare
+    # short write, and the lock is still held, so no other line can intrude.
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read(path: str | os.PathLike[str]) -> LogRead:
+    """Every readable record in file order; a missing log is an empty log.
+
+    Raises InputError only when the file exists but cannot be read at all
+    (a directory, no permission).
+    """
+    target = Path(path)
+    try:
+        with open(target, "rb") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH)
+            try:
+                raw = handle.read()
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    except FileNotFoundError:
+        return LogRead(target)
+    except IsADirectoryError:
+        raise InputError(f"cannot read the log '{target}': it is a directory") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the log '{target}': {exc.strerror or exc}") from None
+    records: list[dict[str, Any]] = []
+    damaged: list[DamagedLine] = []
+    for number, chunk in enumerate(raw.split(b"\n"), start=1):
+        if not chunk.strip():
+            continue
+        record, reason = _parse_line(chunk)
+        if reason is not None:
+            damaged.append(DamagedLine(number, reason))
+        else:
+            records.append(record)
+    return LogRead(target, tuple(records), tuple(damaged))
+
+
+def _parse_line(chunk: bytes) -> tuple[dict[str, Any], str | None]:
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return {}, "not UTF-8 text"
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:
+        return {}, "not valid JSON (nested too deeply)"
+    if not isinstance(record, dict):
+        return {}, "not a JSON object"
+    problem = validate_record(record)
+    if problem:
+        return {}, problem
+    if parse_ts(record.get("ts")) is None:
+        return {}, "ts is missing or not an ISO-8601 time"
+    return record, None

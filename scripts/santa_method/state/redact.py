@@ -1,0 +1,267 @@
+"""Redact secrets before text leaves the process for people to read.
+
+The log, the escalation report and the assignment copies meant for people
+quote the output under review, and outputs do contain keys. Detection is
+`detect-secrets` (Yelp's maintained detector): each of its built-in plugins
+is run line by line, and every value it finds becomes `[REDACTED:<type>]`,
+e.g. `[REDACTED:AWS Access Key]`. A few precise patterns it lacks are added
+(`EXTRA_PATTERNS` below: Anthropic keys, `Bearer` tokens, fine-grained
+GitHub tokens, Google API keys, and whole PEM private-key blocks, whose body
+lines no per-line detector sees).
+
+Deliberate departures from `detect-secrets`' own scan:
+
+- The two entropy plugins (`Base64HighEntropyString`,
+  `HexHighEntropyString`) are left out. On free text they flag ordinary
+  words, and they flag exactly what the log must keep readable: sha256
+  digests, canaries, run ids. A redactor that eats `target_sha256` breaks
+  the log; the format-specific detectors catch real keys without them.
+- `IPPublicDetector` is left out: an address is not a credential, and
+  redacting it would garble evidence quotes.
+- Plugins are called directly (`analyze_string`), never `analyze_line`, so
+  no plugin can try to *verify* a key over the network, and the process-wide
+  `detect_secrets` settings are never touched.
+- The inline allowlist (`pragma: allowlist secret`) is not honoured: the
+  text being redacted is untrusted and must not be able to switch redaction
+  off.
+
+A regex detector's match is widened to the whole token around it (letters,
+digits, `_`, `-`, trailing `=`), because some plugins capture only a prefix
+(GitHub's pattern captures `ghp`). `detect_secrets` is imported on first
+use, so importing this module costs nothing on the CLI's cold start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: detect-secrets plugins left out, by class name (see the module docstring).
+EXCLUDED_PLUGINS = frozenset(
+    {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+)
+
+#: Formats detect-secrets 1.5 misses. The secret is group 1 when the pattern
+#: has one (the rest is context), else the whole match.
+EXTRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("Anthropic API Key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("GitHub Token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
+    ("Google API Key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+    # A bearer token holds a digit; "Bearer authentication-scheme" in prose does not.
+    (
+        "Bearer Token",
+        re.compile(r"\bBearer[ \t]+((?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{16,}=*)", re.I),
+    ),
+)
+
+_PEM = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
+    re.DOTALL,
+)
+_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
+_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+# Lines longer than this are scanned in overlapping windows so one huge
+# minified line cannot make a keyword regex crawl.
+_WINDOW = 4096
+_OVERLAP = 512
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A secret's span in the scanned text and the detector's name for it."""
+
+    start: int
+    end: int
+    type: str
+
+
+def redact_text(text: str) -> str:
+    """Return `text` with every detected secret replaced by `[REDACTED:<type>]`."""
+    if not isinstance(text, str) or not text:
+        return text
+    findings = find_secrets(text)
+    if not findings:
+        return text
+    out: list[str] = []
+    pos = 0
+    for f in findings:
+        out.append(text[pos : f.start])
+        out.append(f"[REDACTED:{f.type}]")
+        pos = f.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def redact(value: T, *, skip_keys: frozenset[str] = frozenset()) -> T:
+    """Redact strings anywhere inside dicts, lists and tuples; other values pass.
+
+    Keys are never altered. A dict entry whose key is in `skip_keys` (at any
+    depth) is copied untouched: the log uses this for its own structural
+    fields (ids, hashes) so redaction can never break a join.
+    """
+    if isinstance(value, str):
+        return redact_text(value)  # type: ignore[return-value]
+    if isinstance(value, dict):
+        return {  # type: ignore[return-value]
+            k: v if k in skip_keys else redact(v, skip_keys=skip_keys) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v, skip_keys=skip_keys) for v in value]  # type: ignore[return-value]
+    if isinstance(value, tuple):
+        return tuple(redact(v, skip_keys=skip_keys) for v in value)  # type: ignore[return-value]
+    return value
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """Every secret span in `text`, sorted and non-overlapping (overlaps merged)."""
+    found: list[Finding] = [Finding(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        for start, end, kind in _scan_line(line):
+            found.append(Finding(offset + start, offset + end, kind))
+        offset += len(line)
+    return _merge(found)
+
+
+def _scan_line(line: str) -> Iterator[tuple[int, int, str]]:
+    if len(line) <= _WINDOW:
+        yield from _scan_window(line)
+        return
+    step = _WINDOW - _OVERLAP
+    for base in range(0, len(line), step):
+        for start, end, kind in _scan_window(line[base : base + _WINDOW]):
+            yield base + start, base + end, kind
+
+
+def _scan_window(line: str) -> Iterator[tuple[int, int, str]]:
+    if len(line.strip()) < 8:  # nothing this short is a credential worth a regex pass
+        return
+    for kind, pattern in EXTRA_PATTERNS:
+        for m in pattern.finditer(line):
+            yield (*m.span(1 if pattern.groups else 0), kind)
+    lowered = line.lower()
+    for plugin in _plugins():
+        gate = GATES.get(type(plugin).__name__)
+        if gate is not None and not any(word in lowered for word in gate):
+            continue
+        denylist = getattr(plugin, "denylist", None)
+        if denylist is not None:
+            yield from _regex_plugin_spans(plugin, denylist, line)
+        else:
+            yield from _value_plugin_spans(plugin, line)
+
+
+def _regex_plugin_spans(plugin: Any, denylist: Any, line: str) -> Iterator[tuple[int, int, str]]:
+    for pattern in denylist:
+        for m in pattern.finditer(line):
+            groups = [g for g in range(1, (pattern.groups or 0) + 1) if m.group(g)]
+            start, end = m.span(groups[-1]) if groups else m.span()
+            start, end = _trim(line, start, end)
+            if start >= end or _filtered(plugin, line[start:end], line):
+                continue
+            yield (*_widen(line, start, end), plugin.secret_type)
+
+
+def _value_plugin_spans(plugin: Any, line: str) -> Iterator[tuple[int, int, str]]:
+    """Plugins without a denylist (the keyword detector) report values, not spans:
+    redact each value wherever it stands as a whole word of the line."""
+    try:
+        values = set(plugin.analyze_string(line))
+    except Exception:  # a plugin bug must not stop the write; the others still run
+        return
+    for value in values:
+        if not value or len(value) < 3 or _filtered(plugin, value, line, keyword=True):
+            continue
+        for m in re.finditer(re.escape(value), line):
+            before = line[m.start() - 1] if m.start() else ""
+            after = line[m.end()] if m.end() < len(line) else ""
+            if _WORD_CHAR.fullmatch(before or " ") or _WORD_CHAR.fullmatch(after or " "):
+                continue
+            yield m.start(), m.end(), plugin.secret_type
+
+
+def _trim(line: str, start: int, end: int) -> tuple[int, int]:
+    """Drop the delimiters some patterns include in their match (quotes, `=`, spaces)."""
+    while start < end and line[start] in " \t\"'=:`":
+        start += 1
+    while end > start and line[end - 1] in " \t\"'`\r\n":
+        end -= 1
+    return start, end
+
+
+def _widen(line: str, start: int, end: int) -> tuple[int, int]:
+    while start > 0 and _TOKEN_CHAR.fullmatch(line[start - 1]):
+        start -= 1
+    while end < len(line) and _TOKEN_CHAR.fullmatch(line[end]):
+        end += 1
+    while end < len(line) and line[end] == "=":
+        end += 1
+    return start, end
+
+
+def _merge(found: list[Finding]) -> list[Finding]:
+    merged: list[Finding] = []
+    for f in sorted(found, key=lambda f: (f.start, -f.end, f.type)):
+        if merged and f.start < merged[-1].end:
+            last = merged[-1]
+            if f.end > last.end:
+                merged[-1] = Finding(last.start, f.end, last.type)
+            continue
+        merged.append(f)
+    return merged
+
+
+def _filtered(plugin: Any, value: str, line: str, keyword: bool = False) -> bool:
+    """detect-secrets' own default heuristics for false positives, applied by hand."""
+    for check in _value_filters():
+        if check(value):
+            return True
+    if keyword:
+        from detect_secrets.filters import heuristic
+
+        if heuristic.is_likely_id_string(value, line, plugin) or heuristic.is_indirect_reference(
+            line
+        ):
+            return True
+    return False
+
+
+#: Quick necessary conditions for the plugins whose regexes crawl on long
+#: lines (about 1 µs a character): neither can match a line that holds none
+#: of these words (case-insensitive), and plain substring tests rule that out
+#: almost for free. `tests/test_redact.py` checks them against the plugins'
+#: own keyword lists, so an upgrade that adds a keyword cannot slip past.
+GATES: dict[str, tuple[str, ...]] = {
+    "KeywordDetector": ("key", "pass", "pwd", "secret", "contrase"),
+    "IbmCloudIamDetector": ("key", "pwd", "pass", "token"),
+}
+
+
+@cache
+def _value_filters() -> tuple[Callable[[str], bool], ...]:
+    from detect_secrets.filters import heuristic
+
+    return (
+        heuristic.is_sequential_string,
+        heuristic.is_potential_uuid,
+        heuristic.is_templated_secret,
+        heuristic.is_prefixed_with_dollar_sign,
+        heuristic.is_not_alphanumeric_string,
+    )
+
+
+@cache
+def _plugins() -> tuple[Any, ...]:
+    """One instance of each built-in detect-secrets plugin, in a fixed order."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    classes = get_mapping_from_secret_type_to_class().values()
+    chosen = sorted(
+        (c for c in classes if c.__name__ not in EXCLUDED_PLUGINS), key=lambda c: c.__name__
+    )
+    return tuple(c() for c in chosen)
