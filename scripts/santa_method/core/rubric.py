@@ -1,0 +1,678 @@
+"""Rubrics: load, combine, render, hash and lint the criteria reviewers judge by.
+
+A rubric is only as good as its criteria are objective, so the loader and
+the linter share one validator: a rubric that `santa rubric lint` rejects
+can never be loaded for a review, and one that it accepts always can.
+
+Names resolve in the project's `.santa/rubrics/` first, then among the
+packaged rubrics, so a project can shadow a packaged rubric (a project
+`base.yaml` may even extend the packaged `base`: a file never resolves a
+name to itself). A value with a `/` or a `.yaml`/`.yml` ending is a path.
+`code+regulated` combines rubrics in order; a criterion inherited twice
+from the same file (both extend `base`) is kept once, while the same id
+coming from two different files is an error, because reviewers must report
+every id exactly once and could not tell the two apart.
+
+All text is whitespace-normalised on load, so the rendered rubric and its
+hash do not change when a YAML file is merely re-wrapped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from santa_method.core.data import data_dir
+from santa_method.core.errors import InputError
+from santa_method.core.types import Criterion, Rubric
+
+__all__ = [
+    "LintReport",
+    "RubricInfo",
+    "is_vague",
+    "lint",
+    "lint_report",
+    "list_rubrics",
+    "load_rubric",
+    "render_markdown",
+    "rubric_from_json",
+    "rubric_hash",
+]
+
+TOP_KEYS = ("name", "description", "extend", "criteria")
+CRITERION_KEYS = ("id", "name", "pass", "fail_signals")
+SUFFIXES = (".yaml", ".yml")
+
+_KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
+_RUBRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
+_WORD = re.compile(r"[^\W_]+")
+
+# Words that say nothing a reviewer could check. A pass condition made only
+# of these (and of stopwords) is a matter of taste, and two reviewers will
+# judge it differently: exactly the drift an objective rubric exists to stop.
+_VAGUE = """
+good great nice fine ok okay decent solid strong sound excellent perfect optimal
+appropriate appropriately proper properly adequate adequately reasonable reasonably
+sufficient sufficiently satisfactory suitable suitably acceptable sensible
+high quality well written clear clearly clean polished professional professionally
+correct correctly accurate accurately valid consistent complete completely fully
+thorough thoroughly effective effectively relevant useful helpful meaningful
+readable concise engaging compelling best practice practices standard standards
+expectations expected requirements sense overall generally right
+output response answer content text result results work thing things everything
+way manner level degree job
+"""
+
+_STOP = """
+a an the and or but nor so if then than as of to in on at by for with without from
+into onto about over under up out this that these those it its itself there here
+is are was were be been being am do does did done has have had having
+will would shall should can could may might must not no yes
+all any each every some both either neither very really quite rather too also just
+enough more most much many whole
+which who whom whose what when where why how
+i we you he she they them their our your my me us his her
+meet meets met follow follows following use uses used make makes made look looks
+seem seems feel feels read reads get gets give gives writing
+"""
+
+VAGUE_WORDS = frozenset(_VAGUE.split())
+STOPWORDS = frozenset(_STOP.split())
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """One rubric file as written, before `extend` is resolved.
+
+    `criteria` keeps every entry that has a usable id, even an otherwise
+    invalid one, so the linter can still report ids duplicated through
+    `extend`; a document with `errors` is never used to build a Rubric.
+    """
+
+    key: str
+    label: str
+    name: str | None
+    description: str
+    extend: tuple[str, ...]
+    criteria: tuple[Criterion, ...]
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+@cache
+def _yaml_loader() -> type:
+    """A safe loader that refuses duplicate keys.
+
+    PyYAML silently keeps the last of two `pass:` keys; in a rubric that
+    hides an authoring mistake, so it is an error here.
+    """
+    import yaml
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        loader.flatten_mapping(node)
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key '{key}'", key_node.start_mark
+                )
+            seen.add(key)
+        return loader.construct_mapping(node, deep=True)
+
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return _Loader
+
+
+def _load_yaml(text: str) -> tuple[Any, str | None]:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_yaml_loader()), None  # a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return None, f"invalid YAML: {exc.problem}{where}"
+    except yaml.YAMLError as exc:
+        return None, f"invalid YAML: {_squash(str(exc))}"
+
+
+def is_vague(condition: str) -> bool:
+    """True when nothing checkable is left after dropping vague words and stopwords."""
+    words = _WORD.findall(condition.casefold())
+    return not any(w not in VAGUE_WORDS and w not in STOPWORDS for w in words)
+
+
+def _text_field(raw: dict[Any, Any], key: str, where: str, what: str, errors: list[str]) -> str:
+    value = raw.get(key)
+    if value is None:
+        errors.append(f"{where}: missing {what}")
+        return ""
+    if not isinstance(value, str):
+        errors.append(
+            f"{where}: {what} must be text, not {_type_name(value)} "
+            "(quote it in YAML if it holds ': ' or ' #', or is a word like yes or no)"
+        )
+        return ""
+    value = _squash(value)
+    if not value:
+        errors.append(f"{where}: {what} is empty")
+    return value
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a yes/no value"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _parse_criterion(
+    index: int, raw: Any, errors: list[str], warnings: list[str]
+) -> Criterion | None:
+    where = f"criteria[{index}]"
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: must be a mapping with id, name, pass and fail_signals")
+        return None
+    cid = raw.get("id")
+    good_id: str | None = None
+    if cid is None or cid == "":
+        errors.append(f"{where}: missing id")
+    elif not isinstance(cid, str):
+        errors.append(f"{where}: id must be text, not {_type_name(cid)}")
+    elif not _KEBAB.match(cid):
+        errors.append(
+            f"{where}: id '{cid}' is not kebab-case "
+            "(lowercase letters and digits joined by single hyphens, e.g. 'error-handling')"
+        )
+    else:
+        good_id = cid
+        where = f"criterion '{cid}'"
+    name = _text_field(raw, "name", where, "name", errors)
+    condition = _text_field(raw, "pass", where, "pass condition", errors)
+    if condition and is_vague(condition):
+        errors.append(
+            f"{where}: the pass condition '{condition}' is made only of vague words; "
+            "say what must be true, checkable against the spec and the output"
+        )
+    signals = _parse_signals(raw.get("fail_signals"), where, errors)
+    for key in raw:
+        if key not in CRITERION_KEYS:
+            warnings.append(f"{where}: unknown key '{key}' is ignored")
+    if good_id is None:
+        return None
+    return Criterion(id=good_id, name=name, pass_=condition, fail_signals=signals)
+
+
+def _parse_signals(value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
+    if value is None or value == []:
+        errors.append(f"{where}: no fail_signals; give at least one concrete sign of failure")
+        return ()
+    if not isinstance(value, list):
+        errors.append(f"{where}: fail_signals must be a list of texts, not {_type_name(value)}")
+        return ()
+    signals: list[str] = []
+    for j, item in enumerate(value):
+        if not isinstance(item, str):
+            errors.append(
+                f"{where}: fail_signals[{j}] must be text, not {_type_name(item)} "
+                "(quote it in YAML if it holds ': ' or ' #')"
+            )
+        elif not _squash(item):
+            errors.append(f"{where}: fail_signals[{j}] is empty")
+        else:
+            signals.append(_squash(item))
+    return tuple(signals)
+
+
+def _parse_extend(value: Any, errors: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
+        errors.append("extend must be a rubric name or a list of rubric names or paths")
+        return ()
+    return tuple(i.strip() for i in items)
+
+
+def _parse(text: str, key: str, label: str) -> _Doc:
+    """Check one document on its own; never raises, every problem is collected."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    data, yaml_error = _load_yaml(text)
+    if yaml_error is not None:
+        return _Doc(key, label, None, "", (), (), (yaml_error,), ())
+    if data is None:
+        return _Doc(key, label, None, "", (), (), ("the rubric is empty",), ())
+    if not isinstance(data, dict):
+        return _Doc(
+            key,
+            label,
+            None,
+            "",
+            (),
+            (),
+            (
+                f"the rubric must be a mapping with name, description and criteria, not {_type_name(data)}",
+            ),
+            (),
+        )
+    for top in data:
+        if top not in TOP_KEYS:
+            warnings.append(f"unknown top-level key '{top}' is ignored")
+    name = data.get("name")
+    if name is not None and not (isinstance(name, str) and name.strip()):
+        errors.append("name must be non-empty text")
+        name = None
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        errors.append("description must be text")
+        description = ""
+    extend = _parse_extend(data.get("extend"), errors)
+    raw_criteria = data.get("criteria")
+    criteria: list[Criterion] = []
+    if raw_criteria is None:
+        if not extend:
+            errors.append("the rubric defines no criteria and extends no other rubric")
+    elif not isinstance(raw_criteria, list):
+        errors.append(f"criteria must be a list, not {_type_name(raw_criteria)}")
+    else:
+        if not raw_criteria and not extend:
+            errors.append("the rubric defines no criteria and extends no other rubric")
+        first_at: dict[str, int] = {}
+        for i, raw in enumerate(raw_criteria):
+            crit = _parse_criterion(i, raw, errors, warnings)
+            if crit is None:
+                continue
+            if crit.id in first_at:
+                errors.append(
+                    f"criteria[{i}]: duplicate id '{crit.id}' (first used by criteria[{first_at[crit.id]}])"
+                )
+                continue
+            first_at[crit.id] = i
+            criteria.append(crit)
+    return _Doc(
+        key=key,
+        label=label,
+        name=_squash(name) if isinstance(name, str) else None,
+        description=_squash(description),
+        extend=extend,
+        criteria=tuple(criteria),
+        errors=tuple(errors),
+        warnings=tuple(warnings),
+    )
+
+
+# --------------------------------------------------------------------------- resolving
+
+_Entry = tuple[str, Criterion]  # (key of the file that defines it, criterion)
+
+
+def _merge(
+    groups: Iterable[Sequence[_Entry]], label: Callable[[str], str]
+) -> tuple[list[_Entry], list[str]]:
+    """Concatenate in order; keep a criterion inherited twice from one file once."""
+    seen: dict[str, str] = {}
+    merged: list[_Entry] = []
+    errors: list[str] = []
+    for group in groups:
+        for key, crit in group:
+            first = seen.get(crit.id)
+            if first is None:
+                seen[crit.id] = key
+                merged.append((key, crit))
+            elif first != key:
+                errors.append(
+                    f"criterion id '{crit.id}' is defined twice, in {label(first)} and in {label(key)}"
+                )
+                seen[crit.id] = key  # report each further clash against the latest definer
+    return merged, errors
+
+
+def _looks_like_path(ref: str) -> bool:
+    return "/" in ref or os.sep in ref or ref.endswith(SUFFIXES)
+
+
+def _packaged_dir() -> Path:
+    try:
+        return data_dir("rubrics")
+    except FileNotFoundError as exc:
+        raise InputError(str(exc)) from None
+
+
+class _Resolver:
+    """Finds and reads rubric files for one load or lint; caches what it read."""
+
+    def __init__(self, search_dirs: Sequence[str | os.PathLike[str]] = ()) -> None:
+        self.dirs: tuple[tuple[Path, Literal["project", "packaged"]], ...] = (
+            *((Path(d), "project") for d in search_dirs),
+            (_packaged_dir(), "packaged"),
+        )
+        self.docs: dict[str, _Doc] = {}
+        self.labels: dict[str, str] = {}
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+    def known_names(self) -> list[str]:
+        names: set[str] = set()
+        for folder, _ in self.dirs:
+            if folder.is_dir():
+                names.update(p.stem for p in folder.iterdir() if p.suffix in SUFFIXES)
+        return sorted(names)
+
+    def find(self, ref: str, base_dir: Path | None = None, exclude: Path | None = None) -> Path:
+        if _looks_like_path(ref):
+            path = Path(ref).expanduser()
+            if not path.is_absolute() and base_dir is not None:
+                path = base_dir / path
+            if not path.is_file():
+                raise InputError(f"the rubric file '{ref}' does not exist")
+            return path.resolve()
+        if not _RUBRIC_NAME.match(ref):
+            raise InputError(f"'{ref}' is neither a rubric name nor a path to a .yaml file")
+        skipped_self = False
+        for folder, source in self.dirs:
+            for suffix in SUFFIXES:
+                candidate = folder / f"{ref}{suffix}"
+                if not candidate.is_file():
+                    continue
+                resolved = candidate.resolve()
+                if resolved == exclude:
+                    skipped_self = True
+                    continue
+                if source == "packaged":
+                    self.labels.setdefault(str(resolved), f"'{ref}'")
+                return resolved
+        hint = " (a rubric cannot extend itself)" if skipped_self else ""
+        known = ", ".join(self.known_names()) or "none"
+        raise InputError(f"unknown rubric '{ref}'{hint}; known rubrics: {known}")
+
+    def add(self, doc: _Doc) -> _Doc:
+        self.docs[doc.key] = doc
+        self.labels.setdefault(doc.key, doc.label)
+        return doc
+
+    def doc(self, path: Path) -> _Doc:
+        key = str(path)
+        if key not in self.docs:
+            text = _read(path)
+            self.add(_parse(text, key, self.labels.get(key, f"'{path}'")))
+        return self.docs[key]
+
+    def flatten(self, path: Path, stack: tuple[Path, ...] = ()) -> list[_Entry]:
+        """The criteria of `path` with its `extend`s resolved, parents first."""
+        if path in stack:
+            chain = [*stack[stack.index(path) :], path]
+            raise InputError("extend cycle: " + " -> ".join(self.label(str(p)) for p in chain))
+        doc = self.doc(path)
+        if doc.errors:
+            more = len(doc.errors) - 1
+            tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise InputError(
+                f"rubric {doc.label} is invalid: {doc.errors[0]}{tail}; "
+                f"run 'santa rubric lint {path}' for details"
+            )
+        groups: list[Sequence[_Entry]] = []
+        for ref in doc.extend:
+            try:
+                parent = self.find(ref, base_dir=path.parent, exclude=path)
+            except InputError as exc:
+                raise InputError(f"rubric {doc.label} extends '{ref}': {exc}") from None
+            groups.append(self.flatten(parent, (*stack, path)))
+        groups.append([(doc.key, c) for c in doc.criteria])
+        merged, errors = _merge(groups, self.label)
+        if errors:
+            raise InputError(errors[0])
+        return merged
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"cannot read rubric '{path}': no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"cannot read rubric '{path}': it is a directory") from None
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read rubric '{path}': it is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"cannot read rubric '{path}': {exc.strerror}") from None
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def load_rubric(
+    spec: str | os.PathLike[str] | None,
+    search_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> Rubric | None:
+    """Resolve a rubric name, path or `a+b` combination into one flat Rubric.
+
+    `None` means "no rubric" and gives None, so callers can pass an optional
+    flag straight through. Anything wrong raises InputError (exit 2).
+    """
+    if spec is None:
+        return None
+    resolver = _Resolver(search_dirs)
+    if isinstance(spec, os.PathLike):
+        parts = [os.fspath(spec)]
+        text = parts[0]
+    else:
+        text = spec.strip()
+        if not text:
+            raise InputError("the rubric name is empty")
+        whole_is_file = "+" in text and _looks_like_path(text) and Path(text).is_file()
+        parts = [text] if whole_is_file else [p.strip() for p in text.split("+")]
+    if any(not p for p in parts):
+        raise InputError(
+            f"the rubric '{text}' has an empty part; combine names like 'code+regulated'"
+        )
+    names: list[str] = []
+    groups: list[Sequence[_Entry]] = []
+    for part in parts:
+        path = resolver.find(part)
+        groups.append(resolver.flatten(path))
+        doc = resolver.doc(path)
+        names.append((doc.name or path.stem) if _looks_like_path(part) else part)
+    merged, errors = _merge(groups, resolver.label)
+    if errors:
+        raise InputError(errors[0])
+    if not merged:
+        raise InputError(f"the rubric '{text}' has no criteria")
+    return Rubric(name="+".join(names), criteria=tuple(c for _, c in merged))
+
+
+def render_markdown(rubric: Rubric) -> str:
+    """The rubric exactly as reviewers receive it.
+
+    Deterministic and compact on purpose: it is embedded byte for byte in
+    every reviewer's assignment (a stable prefix also keeps prompt caches
+    warm), and its hash identifies what a run was judged against.
+    """
+    lines = [
+        f"## Rubric: {rubric.name}",
+        "",
+        f"{len(rubric.criteria)} criteria. A criterion is PASS only when its pass condition "
+        "holds in full; the fail signals are examples, not a complete list. "
+        "Report every criterion once in `checks`, by its id.",
+    ]
+    for crit in rubric.criteria:
+        lines += ["", f"### `{crit.id}`: {crit.name}", f"Pass: {crit.pass_}", "Fail signals:"]
+        lines += [f"- {signal}" for signal in crit.fail_signals]
+    return "\n".join(lines) + "\n"
+
+
+def rubric_hash(rubric: Rubric) -> str:
+    """sha256 (hex) of the canonical JSON: same criteria, same hash, whatever the YAML looked like."""
+    canonical = json.dumps(
+        rubric.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def rubric_from_json(data: Any) -> Rubric:
+    """Rebuild a Rubric from `Rubric.to_json()` (e.g. a snapshot kept with a run)."""
+    try:
+        criteria = tuple(
+            Criterion(
+                id=str(c["id"]),
+                name=str(c["name"]),
+                pass_=str(c["pass"]),
+                fail_signals=tuple(str(s) for s in c["fail_signals"]),
+            )
+            for c in data["criteria"]
+        )
+        return Rubric(name=str(data["name"]), criteria=criteria)
+    except (KeyError, TypeError) as exc:
+        raise InputError(f"the stored rubric is malformed: {exc!s}") from None
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """What `santa rubric lint` found: errors fail the lint, warnings do not."""
+
+    source: str
+    errors: tuple[str, ...]
+    warnings: tuple[str, ...]
+    criteria: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.source,
+            "valid": self.ok,
+            "errors": list(self.errors),
+            "warnings": list(self.warnings),
+            "criteria": self.criteria,
+        }
+
+
+def lint_report(
+    target: str | os.PathLike[str],
+    search_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> LintReport:
+    """Check a rubric file (or YAML text) against every rule, collecting all problems.
+
+    A path-like value, or a one-line string ending in .yaml/.yml or holding a
+    `/`, is read as a file (unreadable: InputError); any other string is the
+    YAML itself. `extend`s are resolved like `load_rubric` does, so unknown
+    parents, cycles and ids duplicated through inheritance are reported too.
+    """
+    resolver = _Resolver(search_dirs)
+    self_path: Path | None = None
+    if isinstance(target, os.PathLike) or ("\n" not in target and _looks_like_path(target)):
+        self_path = Path(target).expanduser().resolve()
+        source = os.fspath(target)
+        doc = resolver.add(_parse(_read(self_path), str(self_path), f"'{source}'"))
+        base_dir: Path | None = self_path.parent
+    else:
+        source = "<text>"
+        doc = resolver.add(_parse(target, source, "the rubric being linted"))
+        base_dir = None
+    errors = list(doc.errors)
+    groups: list[Sequence[_Entry]] = []
+    stack = (self_path,) if self_path is not None else ()
+    for ref in doc.extend:
+        try:
+            parent = resolver.find(ref, base_dir=base_dir, exclude=self_path)
+            groups.append(resolver.flatten(parent, stack))
+        except InputError as exc:
+            errors.append(f"extend '{ref}': {exc}")
+    groups.append([(doc.key, c) for c in doc.criteria])
+    merged, dup_errors = _merge(groups, resolver.label)
+    errors += dup_errors
+    return LintReport(source, tuple(errors), doc.warnings, len(merged))
+
+
+def lint(
+    target: str | os.PathLike[str],
+    search_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> list[str]:
+    """Every problem as one sentence; warnings (which do not fail a lint) start with 'warning: '."""
+    report = lint_report(target, search_dirs)
+    return [*report.errors, *(f"warning: {w}" for w in report.warnings)]
+
+
+@dataclass(frozen=True)
+class RubricInfo:
+    """One rubric a name resolves to; `shadows` marks a project rubric hiding a packaged one."""
+
+    name: str
+    source: Literal["project", "packaged"]
+    path: Path
+    description: str
+    shadows: bool = False
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "path": str(self.path),
+            "description": self.description,
+            "shadows": self.shadows,
+            "error": self.error,
+        }
+
+
+def list_rubrics(search_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[RubricInfo]:
+    """Every rubric name that resolves, with where it resolves to; sorted by name.
+
+    A broken project file is listed with its first error rather than failing
+    the whole listing: the list is where people go to find such problems.
+    """
+    resolver = _Resolver(search_dirs)
+    found: dict[str, RubricInfo] = {}
+    for folder, source in resolver.dirs:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.iterdir()):
+            if path.suffix not in SUFFIXES or not path.is_file():
+                continue
+            name = path.stem
+            if name in found:
+                if found[name].source == "project" and source == "packaged":
+                    found[name] = _replace_shadows(found[name])
+                continue
+            try:
+                doc = _parse(_read(path), str(path), str(path))
+            except InputError as exc:
+                found[name] = RubricInfo(name, source, path, "", error=str(exc))
+                continue
+            error = doc.errors[0] if doc.errors else None
+            found[name] = RubricInfo(name, source, path, doc.description, error=error)
+    return [found[name] for name in sorted(found)]
+
+
+def _replace_shadows(info: RubricInfo) -> RubricInfo:
+    return RubricInfo(info.name, info.source, info.path, info.description, True, info.error)
