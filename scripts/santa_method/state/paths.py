@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\n"
+GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\n"
 
 
 def project_root(cwd: Path | None = None) -> Path:

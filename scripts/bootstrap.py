@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Give the plugin's helper a Python environment: the SessionStart bootstrap.
+
+Claude Code installs a plugin by copying files; it never pip-installs
+anything. So this script, run as a SessionStart hook before any dependency
+exists, uses the standard library only (and syntax old Pythons can parse, so
+an old `python3` can at least say what is wrong). It makes a venv under
+`${CLAUDE_PLUGIN_DATA}/venv` holding the pinned core requirements, and tells
+later Bash tool calls where it is through `$CLAUDE_ENV_FILE`; `bin/santa`
+finds it there or by its path. The package itself is never installed: the
+launcher puts the plugin's `scripts/` on PYTHONPATH, so the code that runs is
+always the plugin's own copy.
+
+Work is skipped whenever it is not needed: `SANTA_SKIP_BOOTSTRAP=1`, an
+interpreter that already has the package at this version and its
+dependencies, or a venv whose stamp matches the requirements file's hash.
+A SessionStart hook must never break the session, so every failure ends in
+one clear message (stderr, and the hook's JSON for the user and model) and
+exit code 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STAMP_NAME = ".santa-requirements.sha256"
+MIN_PYTHON = (3, 11)
+# Modules `bin/santa` needs; `santa_method` itself comes from the plugin.
+DEPENDENCY_MODULES = ("jsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
+# The hook's timeout is 300 s: leave room to report a pip that hangs.
+PIP_TIMEOUT_S = 240
+VENV_TIMEOUT_S = 120
+CHECK_TIMEOUT_S = 30
+
+
+class BootstrapError(Exception):
+    """A step failed; the message says what and how to fix it."""
+
+
+def plugin_version(root: Path) -> str | None:
+    """The version of the plugin's own package copy, read without importing it."""
+    init = root / "scripts" / "santa_method" / "__init__.py"
+    try:
+        text = init.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    match = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return match.group(1) if match else None
+
+
+def requirements_hash(requirements: Path) -> str:
+    return hashlib.sha256(requirements.read_bytes()).hexdigest()
+
+
+def venv_python(venv: Path) -> Path:
+    if os.name == "nt":  # pragma: no cover - Linux and macOS are supported
+        return venv / "Scripts" / "python.exe"
+    return venv / "bin" / "python"
+
+
+def read_stamp(venv: Path) -> str | None:
+    try:
+        return (venv / STAMP_NAME).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+def write_stamp(venv: Path, digest: str) -> None:
+    (venv / STAMP_NAME).write_text(digest + "\n", encoding="utf-8")
+
+
+def needs_install(stamp: str | None, digest: str, python_exists: bool) -> bool:
+    """Install only for a missing venv or requirements that changed since the last install."""
+    return not python_exists or stamp != digest
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment for checks: no PYTHONPATH, so nothing of the plugin leaks in."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONHOME", None)
+    return env
+
+
+def interpreter_has_package(python: str, version: str | None) -> bool:
+    """Whether `python` can import santa_method at `version` and its dependencies.
+
+    Run in a child process from a neutral directory so that the plugin's own
+    `scripts/` (this file's folder, first on our own sys.path) cannot make
+    the answer yes.
+    """
+    if version is None:
+        return False
+    modules = ", ".join(("santa_method", *DEPENDENCY_MODULES))
+    code = f"import {modules}; print(santa_method.__version__)"
+    try:
+        done = subprocess.run(
+            [python, "-c", code],
+            cwd=tempfile.gettempdir(),
+            env=_clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == version
+
+
+def base_python() -> str | None:
+    """An interpreter new enough to build the venv: this one, else one on PATH."""
+    if sys.version_info >= MIN_PYTHON:
+        return sys.executable
+    for minor in (14, 13, 12, 11):
+        found = shutil.which(f"python3.{minor}")
+        if found:
+            return found
+    return None
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    kept = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return " | ".join(kept[-lines:]) or "no output"
+
+
+def _run(cmd: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd,
+        cwd=tempfile.gettempdir(),
+        env=_clean_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def has_pip(python: Path) -> bool:
+    try:
+        return _run([str(python), "-m", "pip", "--version"], CHECK_TIMEOUT_S).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def create_venv(base: str, venv: Path) -> None:
+    try:
+        done = _run([base, "-m", "venv", "--clear", str(venv)], VENV_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BootstrapError(f"could not create the venv {venv} with {base}: {exc}") from exc
+    if done.returncode != 0:
+        raise BootstrapError(
+            f"could not create the venv {venv} with {base} ({_tail(done.stderr + done.stdout)}). "
+            "Make sure Python's venv and ensurepip modules are installed "
+            "(on Debian or Ubuntu: apt-get install python3-venv), then start a new session."
+        )
+
+
+def pip_install(python: Path, requirements: Path) -> None:
+    cmd = [
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--quiet",
+        "-r",
+        str(requirements),
+    ]
+    fix = (
+        "Check your network, proxy or package index settings (pip's PIP_INDEX_URL), then "
+        f"start a new Claude Code session, or run: {shlex.quote(str(python))} -m pip install "
+        f"-r {shlex.quote(str(requirements))}"
+    )
+    try:
+        done = _run(cmd, PIP_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise BootstrapError(
+            f"installing the helper's packages took longer than {PIP_TIMEOUT_S} s; "
+            f"the package index may be unreachable. {fix}"
+        ) from exc
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BootstrapError(f"could not run pip in {python}: {exc}. {fix}") from exc
+    if done.returncode != 0:
+        raise BootstrapError(
+            f"could not install the helper's packages (pip exited {done.returncode}: "
+            f"{_tail(done.stderr + done.stdout)}); the package index may be unreachable. {fix}"
+        )
+
+
+def venv_is_current(venv: Path, requirements: Path) -> bool:
+    python = venv_python(venv)
+    return not needs_install(read_stamp(venv), requirements_hash(requirements), python.exists())
+
+
+def ensure_venv(venv: Path, requirements: Path) -> Path:
+    """Make the venv current and return its interpreter; raise BootstrapError if it cannot.
+
+    Checked again under the lock: another session may have just finished.
+    """
+    digest = requirements_hash(requirements)
+    python = venv_python(venv)
+    if not needs_install(read_stamp(venv), digest, python.exists()):
+        return python
+    if not python.exists() or not has_pip(python):
+        base = base_python()
+        if base is None:
+            raise BootstrapError(
+                "santa-method needs Python 3.11 or newer and found only "
+                f"{sys.version.split()[0]}; install a newer Python 3 and start a new session."
+            )
+        create_venv(base, venv)
+    # A stamp is written only after a complete install, so a failure is retried next time.
+    (venv / STAMP_NAME).unlink(missing_ok=True)
+    pip_install(python, requirements)
+    write_stamp(venv, digest)
+    return python
+
+
+@contextlib.contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Serialise bootstraps of sessions that start at the same time."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def export_python(python: str | Path) -> None:
+    """Tell later Bash tool calls which interpreter `bin/santa` should use."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file:
+        return
+    with open(env_file, "a", encoding="utf-8") as handle:
+        handle.write(f"export SANTA_PYTHON={shlex.quote(str(python))}\n")
+
+
+def report_failure(message: str) -> int:
+    text = f"santa-method: {message}"
+    print(text, file=sys.stderr)
+    if os.environ.get("CLAUDECODE") or os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        # Exit 0 keeps the session going; the JSON makes sure someone sees why.
+        hook_output = {
+            "systemMessage": text,
+            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text},
+        }
+        print(json.dumps(hook_output))
+    return 0
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Prepare the santa-method helper's Python environment (run by Claude Code at session start).",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get("CLAUDE_PLUGIN_DATA"),
+        help="where the venv lives (default: $CLAUDE_PLUGIN_DATA)",
+    )
+    parser.add_argument(
+        "--requirements",
+        default=str(ROOT / "scripts" / "requirements.txt"),
+        help="the pinned requirements to install (default: the plugin's scripts/requirements.txt)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("SANTA_SKIP_BOOTSTRAP") == "1":
+        return 0
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        requirements = Path(args.requirements)
+        if not requirements.is_file():
+            return report_failure(
+                f"the requirements file {requirements} is missing; reinstall the plugin."
+            )
+        venv = Path(args.data_dir) / "venv" if args.data_dir else None
+        # Cheapest first: a current venv costs two file reads, the import check a process.
+        if venv is not None and venv_is_current(venv, requirements):
+            export_python(venv_python(venv))
+            return 0
+        if interpreter_has_package(sys.executable, plugin_version(ROOT)):
+            export_python(sys.executable)
+            return 0
+        if venv is None:
+            return report_failure(
+                "CLAUDE_PLUGIN_DATA is not set, so there is nowhere to put the helper's venv; "
+                "run this from Claude Code's SessionStart hook or pass --data-dir DIR."
+            )
+        with exclusive(venv.parent / "bootstrap.lock"):
+            python = ensure_venv(venv, requirements)
+        export_python(python)
+        return 0
+    except BootstrapError as exc:
+        return report_failure(str(exc))
+    except Exception as exc:  # the session must start whatever went wrong here
+        return report_failure(f"the bootstrap failed unexpectedly ({type(exc).__name__}: {exc}).")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
