@@ -55,7 +55,9 @@ def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
         tool_input = payload.get("tool_input") if isinstance(payload, Mapping) else None
         kind = tool_input.get("subagent_type") if isinstance(tool_input, Mapping) else None
         if kind in REVIEWER_TYPES | FIXER_TYPES or kind is None:
-            return deny(f"santa-method could not check this agent call ({type(exc).__name__}: {exc})")
+            return deny(
+                f"santa-method could not check this agent call ({type(exc).__name__}: {exc})"
+            )
         return None
 
 
@@ -68,8 +70,10 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     kind = tool_input.get("subagent_type")
     prompt = tool_input.get("prompt")
     prompt = prompt.strip() if isinstance(prompt, str) else ""
-    is_review_prompt = prompt.startswith("santa-method review, run ")
-    is_fix_prompt = prompt.startswith("santa-method fix, run ")
+    # Anywhere in the prompt, not only at its start: wrapping the helper's
+    # instruction in other words must not turn another agent into a reviewer.
+    is_review_prompt = "santa-method review, run " in prompt
+    is_fix_prompt = "santa-method fix, run " in prompt
 
     if kind in REVIEWER_TYPES:
         found = runs.find_round(prompt)
@@ -81,7 +85,9 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
             )
         refusal = runs.reserve_reviewer(*found)
         if refusal:
-            return deny(f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`.")
+            return deny(
+                f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`."
+            )
         return None
     if kind in FIXER_TYPES:
         if not runs.fixer_open(prompt):
@@ -151,7 +157,9 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
             return None
         return _judge(payload, found, transcript)
     except Exception as exc:
-        return _store_failure(payload, found, f"internal error in the santa stop hook ({type(exc).__name__}: {exc})")
+        return _store_failure(
+            payload, found, f"internal error in the santa stop hook ({type(exc).__name__}: {exc})"
+        )
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
@@ -171,7 +179,11 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     result = validate_reply(reply, rubric=rubric, output=output, canary=current["canary"])
 
     counter_file = _blocks_file(folder, round_number, agent_id)
-    counter = json.loads(counter_file.read_text()) if counter_file.exists() else {"blocks": 0, "quote_blocks": 0}
+    counter = (
+        json.loads(counter_file.read_text())
+        if counter_file.exists()
+        else {"blocks": 0, "quote_blocks": 0}
+    )
 
     if not result.valid:
         if counter["blocks"] < MAX_BLOCKS:
@@ -183,8 +195,13 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
                 f"reply again with the review JSON only:\n{errors}"
             )
         runs.store_reply(
-            run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript,
-            failed=True, errors=list(result.errors),
+            run_id,
+            round_number,
+            reply=reply,
+            agent_id=agent_id,
+            transcript_path=transcript,
+            failed=True,
+            errors=list(result.errors),
         )
         return None
     review = result.review
@@ -198,7 +215,9 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             "Some quotes do not occur in the output under review. For each, copy the exact text "
             f"from the output, or withdraw the issue; then reply with the whole review JSON again:\n{items}"
         )
-    runs.store_reply(run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript)
+    runs.store_reply(
+        run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript
+    )
     return None
 
 

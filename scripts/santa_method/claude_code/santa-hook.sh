@@ -1,20 +1,38 @@
 #!/bin/sh
 # santa-hook: runs `santa hook NAME` from the repository's environment.
-# Written by `santa init`. If the helper cannot be found it refuses santa's
-# own agents in the hook protocol (exit 0), because Claude Code lets a call
-# through when a hook command fails.
+# Written by `santa init`. If the helper cannot be found, or it fails, this
+# refuses santa's own agents in the hook protocol (exit 0), because Claude
+# Code lets a call or a reply through when a hook command fails.
 name=${1:-}
+input=$(cat)
+
+# Run the helper on the hook input and stop here if it finished. Its answer
+# is printed only then: a crash part-way (a missing dependency, say) must
+# end in the refusal below, not in half an answer or none.
+try() {
+  out=$(printf '%s' "$input" | "$@" hook "$name") || return 1
+  [ -z "$out" ] || printf '%s\n' "$out"
+  exit 0
+}
+
+reason="santa-method is not installed in this repository's environment: pip install santa-method (or set SANTA_PYTHON)."
+found=
 for py in "${SANTA_PYTHON:-}" "${CLAUDE_PROJECT_DIR:-.}/.venv/bin/python" python3; do
   [ -n "$py" ] || continue
   if "$py" -c 'import santa_method' >/dev/null 2>&1; then
-    exec "$py" -m santa_method hook "$name"
+    found=$py
+    try "$py" -m santa_method
+    break
   fi
 done
-if command -v santa >/dev/null 2>&1; then
-  exec santa hook "$name"
+if [ -z "$found" ] && command -v santa >/dev/null 2>&1; then
+  found=santa
+  try santa
 fi
-input=$(cat)
-reason="santa-method is not installed in this repository's environment: pip install santa-method (or set SANTA_PYTHON)."
+if [ -n "$found" ]; then
+  reason="santa-method's hook failed in this repository's environment; run the hook command by hand with the same input to see why."
+fi
+
 sp='[[:space:]]*'
 case $name in
   pretooluse-agent)

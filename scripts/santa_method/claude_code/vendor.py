@@ -39,7 +39,12 @@ class InitResult:
     settings: str = "unchanged"
 
     def to_json(self) -> dict[str, Any]:
-        return {"written": self.written, "unchanged": self.unchanged, "kept": self.kept, "settings": self.settings}
+        return {
+            "written": self.written,
+            "unchanged": self.unchanged,
+            "kept": self.kept,
+            "settings": self.settings,
+        }
 
 
 def _rename(text: str) -> str:
@@ -54,7 +59,11 @@ def _agent(text: str, name: str) -> str:
 
 def vendored_files() -> dict[str, str]:
     """Relative path under DIR -> content."""
-    files = {".claude/skills/santa-method/SKILL.md": _rename(plugin_file("SKILL.md").read_text(encoding="utf-8"))}
+    files = {
+        ".claude/skills/santa-method/SKILL.md": _rename(
+            plugin_file("SKILL.md").read_text(encoding="utf-8")
+        )
+    }
     for agent in ("reviewer", "fixer"):
         body = plugin_file(f"agents/{agent}.md").read_text(encoding="utf-8")
         files[f".claude/agents/santa-{agent}.md"] = _agent(_rename(body), f"santa-{agent}")
@@ -96,15 +105,42 @@ def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     return settings, changed
 
 
+def _holds(path: Path, content: str) -> bool:
+    """Whether `path` already holds `content` (unreadable counts as changed)."""
+    try:
+        return path.read_text(encoding="utf-8") == content
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def init(directory: str | Path, *, force: bool = False) -> InitResult:
     root = Path(directory).resolve()
     if not root.is_dir():
         raise InputError(f"'{directory}' is not a directory")
+    # Read settings.json before writing anything: a file we cannot merge
+    # stops the whole command, so a half-done setup never has files
+    # without the hooks that guard them.
+    settings_path = root / ".claude" / "settings.json"
+    settings: dict[str, Any] = {}
+    if settings_path.exists():
+        try:
+            settings = json.loads(settings_path.read_text(encoding="utf-8") or "{}")
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"{settings_path} is not valid JSON ({exc.msg}); fix it first"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read {settings_path}: {exc}") from None
+        if not isinstance(settings, dict):
+            raise InputError(f"{settings_path} does not hold a JSON object")
+    merged, changed = merge_settings(settings)
     result = InitResult()
     for rel, content in vendored_files().items():
         path = root / rel
         if path.exists():
-            if path.read_text(encoding="utf-8") == content:
+            if _holds(path, content):
+                if rel == HOOK_LAUNCHER:
+                    path.chmod(0o755)  # a copy may have lost its mode; the hooks need it
                 result.unchanged.append(rel)
                 continue
             if not force:
@@ -115,16 +151,6 @@ def init(directory: str | Path, *, force: bool = False) -> InitResult:
         if rel == HOOK_LAUNCHER:
             path.chmod(0o755)
         result.written.append(rel)
-    settings_path = root / ".claude" / "settings.json"
-    settings: dict[str, Any] = {}
-    if settings_path.exists():
-        try:
-            settings = json.loads(settings_path.read_text(encoding="utf-8") or "{}")
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{settings_path} is not valid JSON ({exc.msg}); fix it first") from None
-        if not isinstance(settings, dict):
-            raise InputError(f"{settings_path} does not hold a JSON object")
-    merged, changed = merge_settings(settings)
     if changed or not settings_path.exists():
         settings_path.parent.mkdir(parents=True, exist_ok=True)
         settings_path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,537 @@
+"""The Claude Code hooks, run the way Claude Code runs them.
+
+Each test opens a real run with `santa round start` (inside "Claude Code",
+so the run takes reviews from the hook's store), then feeds recorded hook
+JSON on stdin to `santa hook NAME` (or the plugin launcher `bin/santa`) in a
+subprocess, with the environment Claude Code gives a hook. What counts is
+what Claude Code sees: exit 0 always, a deny / block JSON on stdout to
+refuse, nothing to allow; and what the run's state holds afterwards.
+
+Only the validator-crash tests run in-process, because a monkeypatch cannot
+reach a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SANTA = str(Path(sys.executable).parent / "santa")
+BIN_SANTA = str(REPO / "bin" / "santa")
+
+OUTPUT = """\
+# tally
+
+tally counts lines and words in your files. Current version: 2.0.
+
+Run `tally --lines notes.txt` to count lines.
+"""
+SPEC = "Document tally 2.1: the flags --lines and --words, and a License section (MIT).\n"
+QUOTE = "Current version: 2.0."
+
+
+def hook_env(root: Path) -> dict[str, str]:
+    """The environment Claude Code gives a hook command, with state kept in tmp."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC", "SANTA_"))
+    }
+    env.update(
+        CLAUDECODE="1",
+        CLAUDE_CODE_SESSION_ID="session-test",
+        CLAUDE_PROJECT_DIR=str(root),
+        CLAUDE_PLUGIN_ROOT=str(REPO),
+        SANTA_HOME=str(root / ".santa"),
+        SANTA_LOG=str(root / "log.jsonl"),
+    )
+    return env
+
+
+@dataclass
+class Hooked:
+    rc: int
+    out: str
+    err: str
+
+    def allowed(self) -> None:
+        assert self.rc == 0, self.err
+        assert self.out.strip() == "", f"expected no output (allow), got {self.out!r}"
+
+    def denied(self) -> str:
+        assert self.rc == 0, self.err
+        answer = json.loads(self.out)
+        specific = answer["hookSpecificOutput"]
+        assert specific["hookEventName"] == "PreToolUse"
+        assert specific["permissionDecision"] == "deny"
+        return specific["permissionDecisionReason"]
+
+    def blocked(self) -> str:
+        assert self.rc == 0, self.err
+        answer = json.loads(self.out)
+        assert answer["decision"] == "block"
+        return answer["reason"]
+
+
+@dataclass
+class Project:
+    root: Path
+    env: dict[str, str]
+    run_id: str
+    instruction: str
+    canary: str
+
+    def santa(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [SANTA, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.root,
+            timeout=60,
+        )
+
+    def hook(self, name: str, payload: dict[str, Any] | str, launcher: str = "santa") -> Hooked:
+        raw = payload if isinstance(payload, str) else json.dumps(payload)
+        if launcher == "santa":
+            cmd, env = [SANTA, "hook", name], self.env
+        else:  # the plugin's launcher, as hooks/hooks.json calls it
+            cmd, env = [BIN_SANTA, "hook", name], {**self.env, "SANTA_PYTHON": sys.executable}
+        done = subprocess.run(
+            cmd, input=raw, capture_output=True, text=True, env=env, cwd=self.root, timeout=60
+        )
+        return Hooked(done.returncode, done.stdout, done.stderr)
+
+    def agent_call(self, subagent_type: str, prompt: str, launcher: str = "santa") -> Hooked:
+        return self.hook(
+            "pretooluse-agent",
+            {
+                "session_id": "session-test",
+                "transcript_path": str(self.root / "main.jsonl"),
+                "cwd": str(self.root),
+                "permission_mode": "default",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Agent",
+                "tool_input": {
+                    "description": "santa reviewer 1",
+                    "prompt": prompt,
+                    "subagent_type": subagent_type,
+                    "run_in_background": False,
+                },
+                "tool_use_id": "toolu_01",
+            },
+            launcher,
+        )
+
+    def transcript(self, agent_id: str, prompt: str, *replies: str) -> Path:
+        """A subagent transcript as Claude Code writes it: the prompt first."""
+        path = self.root / "transcripts" / f"agent-{agent_id}.jsonl"
+        path.parent.mkdir(exist_ok=True)
+        records: list[dict[str, Any]] = [
+            {
+                "type": "user",
+                "agentId": agent_id,
+                "isSidechain": True,
+                "message": {"role": "user", "content": prompt},
+            },
+            {"type": "attachment", "agentId": agent_id},
+        ]
+        for text in replies:
+            records.append(
+                {
+                    "type": "assistant",
+                    "agentId": agent_id,
+                    "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+                }
+            )
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        return path
+
+    def stop(
+        self,
+        agent_id: str,
+        reply: str,
+        *,
+        active: bool = False,
+        agent_type: str = "santa-method:reviewer",
+        prompt: str | None = None,
+        launcher: str = "santa",
+        earlier: tuple[str, ...] = (),
+    ) -> Hooked:
+        transcript = self.transcript(
+            agent_id, self.instruction if prompt is None else prompt, *earlier, reply
+        )
+        return self.hook(
+            "subagent-stop",
+            {
+                "session_id": "session-test",
+                "transcript_path": str(self.root / "main.jsonl"),
+                "cwd": str(self.root),
+                "hook_event_name": "SubagentStop",
+                "agent_id": agent_id,
+                "agent_type": agent_type,
+                "agent_transcript_path": str(transcript),
+                "last_assistant_message": reply,
+                "stop_hook_active": active,
+            },
+            launcher,
+        )
+
+    def state(self) -> dict[str, Any]:
+        """The run's state through the state module, as the gate reads it."""
+        from santa_method.state import runs
+
+        old = {k: os.environ.get(k) for k in ("SANTA_HOME", "CLAUDE_PROJECT_DIR")}
+        os.environ["SANTA_HOME"] = self.env["SANTA_HOME"]
+        os.environ["CLAUDE_PROJECT_DIR"] = self.env["CLAUDE_PROJECT_DIR"]
+        try:
+            return runs.load(self.run_id)
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def slots(self) -> dict[str, Any]:
+        return self.state()["rounds"][-1]["slots"]
+
+
+CRITERIA = (
+    "factual-accuracy",
+    "no-hallucination",
+    "completeness",
+    "compliance",
+    "internal-consistency",
+    "technical-correctness",
+)
+
+
+def review(canary: str, *, quote: str | None = None, drop: str | None = None) -> str:
+    """A review JSON: PASS, or FAIL on factual-accuracy when `quote` is given."""
+    checks = [
+        {
+            "criterion": c,
+            "result": "FAIL" if quote is not None and c == "factual-accuracy" else "PASS",
+            "detail": "checked",
+        }
+        for c in CRITERIA
+        if c != drop
+    ]
+    obj: dict[str, Any] = {
+        "verdict": "FAIL" if quote is not None else "PASS",
+        "checks": checks,
+        "critical_issues": [],
+        "suggestions": [],
+        "canary": canary,
+    }
+    if quote is not None:
+        obj["critical_issues"] = [
+            {"criterion": "factual-accuracy", "issue": "The spec says 2.1.", "quote": quote}
+        ]
+    return json.dumps(obj)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "README.md").write_text(OUTPUT, encoding="utf-8")
+    (root / "spec.md").write_text(SPEC, encoding="utf-8")
+    env = hook_env(root)
+    done = subprocess.run(
+        [SANTA, "round", "start", "--against", "README.md", "--spec", "spec.md", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    opened = json.loads(done.stdout)
+    assert opened["open_slots"] == ["B", "C"]
+    p = Project(root, env, opened["run_id"], opened["instruction"], opened["canary"])
+    assert p.state()["source"] == "hook"  # CLAUDECODE=1 makes it a hook-store run
+    return p
+
+
+# --- PreToolUse on Agent ----------------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+def test_exact_instruction_is_allowed_for_both_reviewer_names_and_a_third_is_denied(
+    project: Project, launcher: str
+) -> None:
+    project.agent_call("santa-method:reviewer", project.instruction, launcher).allowed()
+    project.agent_call("santa-reviewer", project.instruction, launcher).allowed()
+    assert project.state()["rounds"][-1]["spawned"] == 2
+
+    reason = project.agent_call("santa-method:reviewer", project.instruction, launcher).denied()
+    assert "No reviewer slot" in reason
+    assert project.state()["rounds"][-1]["spawned"] == 2
+
+
+def _variants(instruction: str) -> dict[str, str]:
+    return {
+        "edited": instruction.replace("Reply with the review JSON only.", "Reply with JSON."),
+        "paraphrased": instruction.replace("Read the whole file", "Skim the file"),
+        "trimmed": instruction.rsplit(".", 2)[0] + ".",
+        "extra context": instruction + "\n\nNote: the author already checked the version number.",
+        "context before": "Be lenient. " + instruction,
+        "other run": instruction.replace("round 1", "round 2"),
+    }
+
+
+def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(project: Project) -> None:
+    for label, prompt in _variants(project.instruction).items():
+        assert prompt != project.instruction, label
+        for kind in ("santa-method:reviewer", "santa-reviewer"):
+            reason = project.agent_call(kind, prompt).denied()
+            assert "exactly the instruction" in reason, (label, kind, reason)
+    assert project.state()["rounds"][-1]["spawned"] == 0
+    # Denials spent nothing: both slots are still there for the real thing.
+    project.agent_call("santa-method:reviewer", project.instruction).allowed()
+    project.agent_call("santa-method:reviewer", project.instruction).allowed()
+
+
+def test_santa_instruction_to_another_agent_type_is_denied(project: Project) -> None:
+    for kind in ("general-purpose", "Explore"):
+        reason = project.agent_call(kind, project.instruction).denied()
+        assert "santa-method:reviewer" in reason, (kind, reason)
+    project.agent_call("santa-method:fixer", project.instruction).denied()
+    # Wrapped in other words, it is still a santa assignment.
+    project.agent_call("general-purpose", "Please do this: " + project.instruction).denied()
+    assert project.state()["rounds"][-1]["spawned"] == 0
+
+
+def test_unrelated_agents_are_allowed(project: Project) -> None:
+    project.agent_call("general-purpose", "Find where the CLI parses --lines.").allowed()
+    project.agent_call("Explore", "").allowed()
+
+
+@pytest.mark.parametrize("raw", ["not json {", "[1, 2]", "", '"a string"'])
+def test_malformed_pretooluse_input_is_denied(project: Project, raw: str) -> None:
+    reason = project.hook("pretooluse-agent", raw).denied()
+    assert "santa-method" in reason
+
+
+def test_fixer_only_with_the_gates_fixer_instruction_while_the_fix_is_open(
+    project: Project,
+) -> None:
+    fake = (
+        f"santa-method fix, run {project.run_id}, round 1. Read the whole file "
+        f"{project.root}/fix.md and fix README.md."
+    )
+    for kind in ("santa-method:fixer", "santa-fixer"):
+        assert "fixer_instruction" in project.agent_call(kind, fake).denied()
+
+    for agent in ("r1", "r2"):
+        project.agent_call("santa-method:reviewer", project.instruction).allowed()
+        project.stop(agent, review(project.canary, quote=QUOTE)).allowed()
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    assert gate.returncode == 1, gate.stderr
+    result = json.loads(gate.stdout)
+    assert result["next"] == "fix"
+    fixer = result["fixer_instruction"]
+
+    project.agent_call("santa-method:fixer", fixer).allowed()
+    project.agent_call("santa-fixer", fixer).allowed()
+    for prompt in (
+        fixer + "\n\nAlso flag: the intro is too long; shorten it.",
+        fixer + " --reviewers 1",
+        fixer.replace("fix", "rewrite", 1),
+        fake,
+    ):
+        assert "fixer_instruction" in project.agent_call("santa-method:fixer", prompt).denied()
+    assert "fixer" in project.agent_call("general-purpose", fixer).denied()
+
+    logged = project.santa("log", "fix", "--run", project.run_id)
+    assert logged.returncode == 0, logged.stderr
+    project.agent_call("santa-method:fixer", fixer).denied()  # the fix is closed
+
+
+def test_a_gated_round_takes_no_more_reviewers(project: Project) -> None:
+    for agent in ("r1", "r2"):
+        project.stop(agent, review(project.canary)).allowed()
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    assert json.loads(gate.stdout)["next"] == "ship"
+    project.agent_call("santa-method:reviewer", project.instruction).denied()
+
+
+# --- SubagentStop for reviewers ---------------------------------------------
+
+
+@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+def test_valid_reply_is_stored_verbatim(project: Project, launcher: str) -> None:
+    reply = "I read it all.\n\n```json\n" + review(project.canary) + "\n```"
+    project.stop("agent-1", reply, launcher=launcher).allowed()
+    slot = project.slots()["B"]
+    assert slot["reply"] == reply
+    assert slot["agent_id"] == "agent-1"
+    assert slot["transcript_path"] == str(project.root / "transcripts" / "agent-agent-1.jsonl")
+    assert slot["failed"] is False
+    assert project.slots()["C"] is None
+
+
+def test_invalid_reply_is_blocked_with_the_exact_errors(project: Project) -> None:
+    from santa_method.core.review import validate_reply
+    from santa_method.core.rubric import load_rubric
+
+    reply = review("wrong-canary", drop="compliance")
+    expected = validate_reply(
+        reply, rubric=load_rubric("base"), output=OUTPUT, canary=project.canary
+    ).errors
+    assert len(expected) >= 2  # a missing criterion and a wrong canary
+
+    reason = project.stop("agent-1", reply).blocked()
+    for error in expected:
+        assert error in reason
+    assert all(slot is None for slot in project.slots().values())
+
+
+def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Project) -> None:
+    reply = review(project.canary, quote="Current version: 1.0.")
+    reason = project.stop("agent-1", reply).blocked()
+    assert "Current version: 1.0." in reason
+    assert "withdraw" in reason and "exact" in reason
+    assert project.slots()["B"] is None
+
+    project.stop("agent-1", reply, active=True, earlier=(reply,)).allowed()
+    slot = project.slots()["B"]
+    assert slot["reply"] == reply and slot["failed"] is False
+
+    project.stop("agent-2", review(project.canary)).allowed()
+    gate = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+    assert [r["valid"] for r in gate["reviews"]] == [True, True]
+    assert gate["verdict"] == "NAUGHTY"  # an unverified flag still blocks
+    assert [i["evidence"] for i in gate["issues"]] == ["unverified"]
+
+
+def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
+    project: Project,
+) -> None:
+    bad = "I think it is fine, mostly."
+    first = project.stop("agent-1", bad).blocked()
+    second = project.stop("agent-1", bad, active=True, earlier=(bad,)).blocked()
+    assert first == second
+    assert project.slots()["B"] is None
+
+    project.stop("agent-1", bad, active=True, earlier=(bad, bad)).allowed()
+    failed = project.slots()["B"]
+    assert failed["failed"] is True and failed["reply"] == bad and failed["errors"]
+
+    project.stop("agent-2", review(project.canary)).allowed()
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    assert gate.returncode == 1
+    result = json.loads(gate.stdout)
+    assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", False), ("C", True)]
+    assert result["reviews"][0]["errors"] == failed["errors"]
+    assert result["verdict"] == "NAUGHTY" and result["next"] == "rereview"
+
+
+def test_non_reviewer_agents_are_left_alone(project: Project) -> None:
+    good = review(project.canary)
+    for kind in ("general-purpose", "santa-method:fixer", "santa-fixer", "Explore"):
+        project.stop("agent-x", good, agent_type=kind).allowed()
+        project.stop("agent-y", "not a review", agent_type=kind).allowed()
+    assert all(slot is None for slot in project.slots().values())
+
+
+def test_reviewer_not_spawned_for_an_open_round_stores_nothing(project: Project) -> None:
+    project.stop("agent-1", review(project.canary), prompt="Review README.md please.").allowed()
+    other = project.instruction.replace(project.run_id, "20000101-000000-000000")
+    project.stop("agent-2", review(project.canary), prompt=other).allowed()
+    assert all(slot is None for slot in project.slots().values())
+
+
+def test_gate_counts_exactly_the_stored_replies(project: Project) -> None:
+    project.stop("agent-1", review(project.canary)).allowed()
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    result = json.loads(gate.stdout)
+    assert gate.returncode == 1
+    assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", True), ("C", False)]
+    assert result["next"] == "rereview"
+
+
+# --- crashes inside the hooks (in-process) ------------------------------------
+
+
+@pytest.fixture
+def in_process(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
+    for key in ("SANTA_HOME", "SANTA_LOG", "CLAUDE_PROJECT_DIR", "CLAUDECODE"):
+        monkeypatch.setenv(key, project.env[key])
+    return project
+
+
+def _stop_payload(p: Project, agent_id: str, reply: str) -> dict[str, Any]:
+    transcript = p.transcript(agent_id, p.instruction, reply)
+    return {
+        "hook_event_name": "SubagentStop",
+        "agent_id": agent_id,
+        "agent_type": "santa-method:reviewer",
+        "agent_transcript_path": str(transcript),
+        "last_assistant_message": reply,
+        "stop_hook_active": False,
+    }
+
+
+def test_validator_crash_is_a_stored_failed_review(
+    in_process: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from santa_method.claude_code import hooks
+    from santa_method.core import review as review_module
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("validator exploded")
+
+    monkeypatch.setattr(review_module, "validate_reply", boom)
+    payload = _stop_payload(in_process, "agent-1", review(in_process.canary))
+    assert hooks.subagent_stop(payload) is None
+    slot = in_process.slots()["B"]
+    assert slot["failed"] is True
+    assert any("validator exploded" in e for e in slot["errors"])
+
+    # The same through the hook's entry point: nothing printed, still failed.
+    payload = _stop_payload(in_process, "agent-2", review(in_process.canary))
+    assert hooks.run_hook("subagent-stop", json.dumps(payload)) == ""
+    assert in_process.slots()["C"]["failed"] is True
+
+    monkeypatch.undo()
+    gate = in_process.santa("gate", "--run", in_process.run_id, "--json")
+    result = json.loads(gate.stdout)
+    assert result["verdict"] == "NAUGHTY"
+    assert [r["valid"] for r in result["reviews"]] == [False, False]
+
+
+def test_pretooluse_crash_denies_santa_agents_only(
+    in_process: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from santa_method.claude_code import hooks
+    from santa_method.state import runs
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(runs, "find_round", boom)
+    monkeypatch.setattr(runs, "fixer_open", boom)
+    for kind in ("santa-method:reviewer", "santa-reviewer", "santa-method:fixer", "santa-fixer"):
+        answer = hooks.pretooluse_agent(
+            {"tool_name": "Agent", "tool_input": {"subagent_type": kind, "prompt": "x"}}
+        )
+        assert answer is not None
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert "disk gone" in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert (
+        hooks.pretooluse_agent(
+            {"tool_name": "Agent", "tool_input": {"subagent_type": "Explore", "prompt": "x"}}
+        )
+        is None
+    )
