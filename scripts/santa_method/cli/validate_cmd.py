@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from santa_method.cli._io import print_json, read_text
+
+if TYPE_CHECKING:
+    from santa_method.core.types import Rubric
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def load_rubric_arg(value: str | None):  # noqa: ANN201 - Rubric | None, imported lazily
+def load_rubric_arg(value: str | None) -> Rubric | None:
     if value is None:
         return None
     from santa_method.core.rubric import load_rubric
