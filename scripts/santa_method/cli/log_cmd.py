@@ -9,21 +9,37 @@ from santa_method.cli._io import print_json
 from santa_method.core.errors import InputError
 
 EVENTS = ("fix", "ship", "escalate", "escape", "waive", "generate")
+FREE_FORM = ("generate", "escape")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "log",
         help="record an event of a run (fix, ship, escalate, escape, waive, generate)",
-        description="Append an event to the iteration log. 'ship' is refused unless the run's last gate "
-        "said NICE; 'fix' unless it said fix; 'escape' (a defect found after shipping) only for a run "
-        "that shipped; 'waive' records a person overriding a flag (--data with key and reason); "
-        "'generate' records what generating the output cost (tokens, cost_usd).",
+        description="Append an event to the iteration log. 'ship' is refused unless the run's last "
+        "gate said NICE and the target is still what was reviewed; 'fix' unless the last gate said "
+        "fix; 'escape' (a defect found after shipping, --data with description) only for a run that "
+        "shipped; 'waive' records a person overriding a flag (--data with key and reason; it never "
+        "changes a verdict); 'generate' records what generating the output cost (tokens, cost_usd); "
+        "'escalate' hands the run to a person and writes its report.",
     )
     p.add_argument("event", choices=EVENTS, metavar="EVENT", help=", ".join(EVENTS))
     p.add_argument("--run", required=True, metavar="ID", help="the run")
-    p.add_argument("--iteration", metavar="N", help="the round (free-form for generate and escape)")
-    p.add_argument("--data", metavar="JSON", help="the event's data as a JSON object")
+    p.add_argument(
+        "--iteration",
+        metavar="N",
+        help="the round (default: the current one; free-form for generate and escape)",
+    )
+    p.add_argument(
+        "--data",
+        metavar="JSON",
+        help='the event\'s data as a JSON object, e.g. \'{"changed": "..."}\'',
+    )
+    p.add_argument(
+        "--log",
+        metavar="PATH",
+        help="the iteration log (default: the run's own; SANTA_LOG, else .santa/log.jsonl)",
+    )
     p.add_argument("--json", action="store_true", help="print the written record as JSON")
     p.set_defaults(func=run)
 
@@ -32,11 +48,14 @@ def _iteration(value: str | None, event: str) -> object:
     if value is None:
         return None
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        if event in ("generate", "escape"):
+        if event in FREE_FORM:
             return value
         raise InputError(f"--iteration must be a round number for {event}") from None
+    if number < 1 and event not in FREE_FORM:
+        raise InputError(f"--iteration must be a round number (1 or more) for {event}")
+    return number
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +69,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--data is not valid JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise InputError("--data must be a JSON object")
-    record = log_event(args.run, args.event, iteration=_iteration(args.iteration, args.event), data=data)
+    record = log_event(
+        args.run,
+        args.event,
+        iteration=_iteration(args.iteration, args.event),
+        data=data,
+        log_path=args.log,
+    )
     if args.json:
         print_json(record)
     else:

@@ -1,75 +1,97 @@
-"""`santa round start`: open a run's round and write the reviewers' assignment."""
+"""`santa round start` / `santa round status`: open a run's round, or say where it stands."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from santa_method.cli._io import print_json, read_text
-from santa_method.core.errors import InputError
+from santa_method.core.errors import InputError, RefusedError
+
+_NEW_RUN_ONLY = (
+    ("--against", "against"),
+    ("--against-diff", "against_diff"),
+    ("--spec", "spec"),
+    ("--spec-text", "spec_text"),
+    ("--rubric", "rubric"),
+    ("--reviewers", "reviewers"),
+    ("--models", "models"),
+    ("--max-fixes", "max_fixes"),
+    ("--budget-usd", "budget_usd"),
+    ("--source", "source"),
+    ("--pre-check", "pre_check"),
+    ("--log", "log"),
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "round",
         help="open a review round (a new run, the next round, or a re-review)",
-        description="Open a review round. 'santa round start' with a target and a spec opens a new run "
-        "and its round 1; with --run it opens what the last gate asked for: the next round after a "
-        "logged fix, or the same round again for its failed or missing reviewers.",
+        description="Open a review round. 'santa round start' with a target and a spec opens a new "
+        "run and its round 1; with --run it opens what the last gate asked for: the next round "
+        "after a logged fix, or the same round again for its failed or missing reviewers. "
+        "'santa round status --run ID' says where a run stands and what to run next.",
     )
     sub = p.add_subparsers(dest="round_action", metavar="ACTION", required=True)
     s = sub.add_parser(
         "start",
         help="open a round and print the reviewer instruction",
         description="Run the configured pre-check, write the round's assignment file (spec, rubric, "
-        "the fenced output, a canary line) under .santa/runs/ID/round-N/, and print the run id, round, "
-        "assignment path and the exact instruction to give each reviewer. Refuses (exit 1) a round past "
-        "the cap, a round on a closed run, and any round the last gate did not ask for. Defaults come "
-        "from .santa/config.yaml.",
+        "the fenced output, a canary line) under .santa/runs/ID/round-N/, and print the run id, "
+        "round, assignment path and the exact instruction to give each reviewer. Refuses (exit 1) a "
+        "failing pre-check, a round past max_fixes + 1, a round on a shipped or escalated run, a "
+        "round before the current one is gated, and any round the last gate did not ask for. "
+        "Defaults come from .santa/config.yaml; flags override them.",
     )
     target = s.add_mutually_exclusive_group()
     target.add_argument("--against", metavar="FILE", help="the output under review")
-    target.add_argument("--against-diff", metavar="REV", help="review the working tree's diff against REV")
+    target.add_argument(
+        "--against-diff",
+        metavar="REV",
+        help="review the working tree's diff against REV (recomputed each round)",
+    )
     spec = s.add_mutually_exclusive_group()
     spec.add_argument("--spec", metavar="FILE", help="the task spec ('-' for stdin)")
     spec.add_argument("--spec-text", metavar="TEXT", help="the task spec as text")
     s.add_argument("--rubric", metavar="R", help="rubric name or path (default: config, else base)")
     s.add_argument("--reviewers", type=int, metavar="N", help="independent reviewers (default 2)")
+    s.add_argument("--models", metavar="M[,M...]", help="reviewer models, in reviewer order")
     s.add_argument("--max-fixes", type=int, metavar="N", help="fix rounds allowed (default 3)")
+    s.add_argument("--budget-usd", type=float, metavar="USD", help="escalate once this is spent")
     s.add_argument(
         "--source",
         choices=("hook", "files"),
-        help="where reviews come from: the Claude Code hook's store (default inside Claude Code) or files",
+        help="where reviews come from: the Claude Code hook's store (the default, and the only "
+        "choice, inside Claude Code) or review files given to 'santa gate --run'",
     )
     s.add_argument("--pre-check", metavar="CMD", help="deterministic check that must pass first")
     s.add_argument("--run", metavar="ID", help="continue this run instead of opening a new one")
     s.add_argument("--log", metavar="PATH", help="the iteration log (default .santa/log.jsonl)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     s.set_defaults(func=run)
+    st = sub.add_parser(
+        "status",
+        help="where a run stands and the next command",
+        description="Print a run's status, current round, open slots, last gate and the one "
+        "command that moves it on (useful after a session lost track of its run).",
+    )
+    st.add_argument("--run", required=True, metavar="ID", help="the run")
+    st.add_argument("--json", action="store_true", help="print as JSON")
+    st.set_defaults(func=status)
 
 
 def run(args: argparse.Namespace) -> int:
     from santa_method.state import runs
 
     if args.run:
-        given = [
-            flag
-            for flag, value in (
-                ("--against", args.against),
-                ("--against-diff", args.against_diff),
-                ("--spec", args.spec),
-                ("--spec-text", args.spec_text),
-                ("--rubric", args.rubric),
-                ("--reviewers", args.reviewers),
-                ("--max-fixes", args.max_fixes),
-                ("--source", args.source),
-                ("--pre-check", args.pre_check),
-            )
-            if value is not None
-        ]
+        given = [flag for flag, name in _NEW_RUN_ONLY if getattr(args, name) is not None]
         if given:
-            raise InputError(f"{', '.join(given)} cannot change an existing run; drop them or omit --run")
+            raise InputError(
+                f"{', '.join(given)} cannot change an existing run; drop them or omit --run"
+            )
         opened = runs.next_round(args.run)
     else:
         opened = _start(args)
@@ -85,18 +107,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start(args: argparse.Namespace):  # noqa: ANN202 - RoundOpened, imported lazily
+def _start(args: argparse.Namespace) -> Any:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state import runs
-    from santa_method.state.config import load_config
+    from santa_method.state.config import load_config, resolve_log_path
     from santa_method.state.paths import project_root, project_rubrics_dir
 
     if not (args.against or args.against_diff):
         raise InputError("say what to review: --against FILE or --against-diff REV")
     if args.spec is None and args.spec_text is None:
         raise InputError("say what the output must do: --spec FILE or --spec-text TEXT")
+    inside_claude_code = bool(os.environ.get("CLAUDECODE"))
+    if inside_claude_code and args.source == "files":
+        raise RefusedError(
+            "inside Claude Code a run takes reviews only from the reviewer hook "
+            "(--source hook), so every review is checked against its reviewer's transcript"
+        )
     root = project_root()
-    config = load_config(root)
+    config = load_config().override(
+        rubric=args.rubric,
+        reviewers=args.reviewers,
+        models=args.models,
+        max_fixes=args.max_fixes,
+        budget_usd=args.budget_usd,
+        pre_check=args.pre_check,
+    )
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     if args.against:
         path = Path(args.against).resolve()
@@ -104,24 +139,44 @@ def _start(args: argparse.Namespace):  # noqa: ANN202 - RoundOpened, imported la
             raise InputError(f"cannot read output '{args.against}': no such file")
         target = {"kind": "file", "path": str(path)}
     else:
+        runs.check_rev(args.against_diff, str(root))
         target = {"kind": "diff", "rev": args.against_diff, "cwd": str(root)}
-    rubric_name = args.rubric or config.rubric
-    rubric = load_rubric(rubric_name, search_dirs=(project_rubrics_dir(),))
-    source = args.source or ("hook" if os.environ.get("CLAUDECODE") else "files")
-    log_path = args.log or os.environ.get("SANTA_LOG") or (str(config.log) if config.log else None)
+    rubric = load_rubric(config.rubric, search_dirs=(project_rubrics_dir(),))
+    source = args.source or ("hook" if inside_claude_code else "files")
     return runs.start_run(
         target=target,
         spec=spec,
         rubric=rubric,
-        rubric_name=rubric_name,
+        rubric_name=config.rubric,
         rubric_markdown=render_markdown(rubric),
         rubric_hash=rubric_hash(rubric),
-        reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
-        max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
+        reviewers=config.reviewers,
+        max_fixes=config.max_fixes,
         source=source,
-        models=config.models,
+        models=config.to_json()["models"],
         budget_usd=config.budget_usd,
-        pre_check=args.pre_check if args.pre_check is not None else config.pre_check,
-        log_path=log_path,
+        pre_check=config.pre_check,
+        log_path=resolve_log_path(args.log),
         cwd=str(root),
     )
+
+
+def status(args: argparse.Namespace) -> int:
+    from santa_method.state import runs
+
+    info = runs.describe(args.run)
+    if args.json:
+        print_json(info)
+        return 0
+    print(f"run {info['run_id']}: {info['status']}, round {info['round']}, target {info['target']}")
+    last = info["last_gate"]
+    if info["round_open"]:
+        filled = ", ".join(info["filled_slots"]) or "none"
+        print(
+            f"round {info['round']} is open: replies in {filled}; open {', '.join(info['open_slots'])}"
+        )
+    if last:
+        print(f"last gate: round {last['round']}, {last['verdict']}, next {last['next']}")
+    if info["next_step"]:
+        print(f"next: {info['next_step']}")
+    return 0

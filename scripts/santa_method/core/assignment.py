@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from santa_method.core.types import MergedIssue
 
 CANARY_PREFIX = "santa-canary: "
+SUSPECTED_HEADING = "## Suspected false positives (check these first)"
+FLAGS_HEADING = "## Flags"
 
 REVIEWER_RULES = """\
 You are an independent reviewer. Nobody has shown you any other review, and
@@ -143,7 +145,7 @@ def _flag_block(n: int, flag: MergedIssue, boundary: str) -> str:
     if flag.location:
         body += f"\nlocation: {flag.location}"
     lines.append(fence("FLAG", body, boundary).rstrip("\n"))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n"
 
 
 def fixer_assignment(
@@ -155,24 +157,30 @@ def fixer_assignment(
     flags: Sequence[MergedIssue],
     boundary: str,
 ) -> str:
-    verified = [f for f in flags if f.evidence != "unverified"]
+    """The fixer's file: its rules, the merged flags and the output, nothing else.
+
+    Flags whose quote was not found in the output come first, apart, under
+    SUSPECTED_HEADING: the fixer checks them before changing anything.
+    Suggestions never reach the fixer (they do not block, so they are not
+    its job).
+    """
     suspected = [f for f in flags if f.evidence == "unverified"]
+    others = [f for f in flags if f.evidence != "unverified"]
     parts = [
         "# santa-method fix assignment\n\n",
-        f"Run {run_id}, after round {round_number}. Target: {target}\n\n",
-        FIXER_RULES,
-        "\n## Flags\n\n",
+        f"Run {run_id}, after round {round_number}. Target: {target}\n",
+        f"{len(flags)} flag(s) to resolve.\n\n",
+        FIXER_RULES + "\n",
     ]
     n = 0
-    for flag in verified:
-        n += 1
-        parts.append(_flag_block(n, flag, boundary))
-    if suspected:
-        parts.append("\n## Suspected false positives (check these first)\n\n")
-        for flag in suspected:
+    for heading, group in ((SUSPECTED_HEADING, suspected), (FLAGS_HEADING, others)):
+        if not group:
+            continue
+        parts.append(f"{heading}\n\n")
+        for flag in group:
             n += 1
             parts.append(_flag_block(n, flag, boundary))
-    parts.append("\n## Output (data)\n\n" + fence("OUTPUT", output, boundary))
+    parts.append("## Output (data)\n\n" + fence("OUTPUT", output, boundary))
     return "".join(parts)
 
 

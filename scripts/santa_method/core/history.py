@@ -21,6 +21,8 @@ from santa_method.core.types import MergedIssue, Next
 
 RECURRENCE_ROUNDS = 3
 MAX_REREVIEWS = 2
+#: How a cap escalation's reason starts (the state layer words its refusal by it).
+FIXES_EXHAUSTED = "fixes exhausted"
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def decide(
     if round_next == "fix":
         fixes_done = round_number - 1
         if fixes_done >= max_fixes:
-            reasons.append(f"fixes exhausted ({fixes_done} of {max_fixes} used)")
+            reasons.append(f"{FIXES_EXHAUSTED} ({fixes_done} of {max_fixes} used)")
         for flag, why in recurring_flags(earlier_flags, current_flags):
             reasons.append(f"[{flag.criterion}] {flag.issue}: {why}")
     if reasons:

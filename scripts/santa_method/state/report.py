@@ -1,13 +1,14 @@
 """The escalation report: what a person needs to take over a run.
 
-Written automatically when a run escalates, and on demand (`santa report`).
-Everything in it passes through redaction: it is meant for people and may
-be pasted into tickets.
+Written automatically when a run escalates (`.santa/runs/<id>/report.md`
+and `report.json`), and on demand (`santa report`). Everything in it passes
+through redaction: it is meant for people and may be pasted into tickets.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +16,62 @@ from santa_method.state import log as runlog
 from santa_method.state import runs
 from santa_method.state.redact import redact
 
+_META = ("run_id", "event", "ts")
+
+
+def _tokens(value: Any) -> int | None:
+    """`tokens` is an integer total; a map of integer parts is tolerated."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dict):
+        parts = [v for v in value.values() if isinstance(v, int) and not isinstance(v, bool)]
+        return sum(parts) if parts else None
+    return None
+
+
+def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
+    tokens: int | None = None
+    spent = {"verification": None, "generation": None}
+    for rec in records:
+        kind = "generation" if rec.get("event") == "generate" else "verification"
+        if rec.get("event") not in ("review", "fix", "generate"):
+            continue
+        n = _tokens(rec.get("tokens"))
+        if n is not None:
+            tokens = (tokens or 0) + n
+        usd = runs.as_number(rec.get("cost_usd"))
+        if usd is not None:
+            spent[kind] = (spent[kind] or 0.0) + usd
+    total = None
+    if spent["verification"] is not None or spent["generation"] is not None:
+        total = (spent["verification"] or 0.0) + (spent["generation"] or 0.0)
+    return {
+        "tokens": tokens,
+        "usd": None if total is None else round(total, 6),
+        "verification_usd": None
+        if spent["verification"] is None
+        else round(spent["verification"], 6),
+        "generation_usd": None if spent["generation"] is None else round(spent["generation"], 6),
+    }
+
 
 def build(run_id: str) -> dict[str, Any]:
+    """The report as data, redacted; `santa report --format json` prints this."""
     state = runs.load(run_id)
     folder = runs.run_dir(run_id)
     records = [r for r in runlog.read(state["log"]).records if r.get("run_id") == run_id]
+    fixes = [
+        {k: v for k, v in rec.items() if k not in _META}
+        for rec in records
+        if rec.get("event") == "fix"
+    ]
+    fixes_by_round = {f.get("iteration"): f for f in fixes}
     rounds = []
     for r in state["rounds"]:
         final = r["gates"][-1] if r["gates"] else None
+        fix = fixes_by_round.get(r["round"])
         rounds.append(
             {
                 "round": r["round"],
@@ -30,50 +79,64 @@ def build(run_id: str) -> dict[str, Any]:
                 "next": final["next"] if final else None,
                 "flags": final["issues"] if final else [],
                 "reasons": final.get("reasons", []) if final else [],
+                "gates": len(r["gates"]),
                 "rereviews": r["rereviews"],
+                "fix": None
+                if fix is None
+                else {k: v for k, v in fix.items() if k not in ("iteration",)},
             }
         )
-    fixes = [
-        {k: v for k, v in rec.items() if k not in ("run_id", "event")}
-        for rec in records
-        if rec.get("event") == "fix"
-    ]
-    tokens, cost = 0, 0.0
-    for rec in records:
-        if isinstance(rec.get("tokens"), int):
-            tokens += rec["tokens"]
-        if isinstance(rec.get("cost_usd"), (int, float)):
-            cost += float(rec["cost_usd"])
     last = next((r for r in reversed(rounds) if r["verdict"] is not None), None)
     unresolved = last["flags"] if last and last["verdict"] == "NAUGHTY" else []
-    last_round = state["rounds"][-1]["round"] if state["rounds"] else None
+    last_round = state["rounds"][-1]["round"]
     output_file = folder / f"round-{last_round}" / "output.txt"
-    escalations = [rec.get("reason") for rec in records if rec.get("event") == "escalate"]
+    reasons = list((state.get("escalation") or {}).get("reasons") or [])
+    if not reasons:
+        reasons = [r["reason"] for r in records if r.get("event") == "escalate" and r.get("reason")]
     report = {
         "run_id": run_id,
         "status": state["status"],
-        "target": state["target"].get("path") or f"diff:{state['target'].get('rev')}",
+        "target": runs.target_name(state["target"]),
+        "source": state["source"],
         "rubric": state["rubric"],
         "reviewers": state["reviewers"],
         "max_fixes": state["max_fixes"],
-        "escalation_reasons": [r for r in escalations if r],
+        "budget_usd": state.get("budget_usd"),
+        "escalation_reasons": reasons,
         "spec": (folder / "spec.md").read_text(encoding="utf-8"),
         "output": output_file.read_text(encoding="utf-8") if output_file.exists() else "",
         "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
         "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
         "rounds": rounds,
         "fixes": fixes,
-        "waived": [rec for rec in records if rec.get("event") == "waive"],
-        "tokens": tokens or None,
-        "cost_usd": round(cost, 6) if cost else None,
+        "waived": [
+            {k: v for k, v in rec.items() if k not in _META}
+            for rec in records
+            if rec.get("event") == "waive"
+        ],
+        "cost": _cost(records),
     }
     return redact(report)
 
 
+def _fence(text: str) -> str:
+    """A backtick fence longer than any run of backticks in `text`."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(4, longest + 1)
+
+
+def _inline(text: str) -> str:
+    text = " ".join(str(text).split())
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    return f"{ticks} {text} {ticks}" if longest else f"`{text}`"
+
+
 def _flag_md(flag: dict[str, Any]) -> str:
-    line = f"- **[{flag['criterion']}]** {flag['issue']} (flagged by {', '.join(flag.get('flagged_by', []))})"
+    who = ", ".join(flag.get("flagged_by", [])) or "?"
+    line = f"- **[{flag['criterion']}]** {flag['issue']} (flagged by {who})"
     if flag.get("quote"):
-        line += f"\n  - quote ({flag.get('evidence')}): `{flag['quote']}`"
+        line += f"\n  - quote ({flag.get('evidence')}): {_inline(flag['quote'])}"
     if flag.get("missing"):
         line += f"\n  - missing: {flag['missing']}"
     if flag.get("location"):
@@ -81,17 +144,25 @@ def _flag_md(flag: dict[str, Any]) -> str:
     return line
 
 
+def _block(text: str) -> list[str]:
+    fence = _fence(text)
+    return [fence, text.rstrip("\n"), fence]
+
+
 def to_markdown(report: dict[str, Any]) -> str:
-    fence = "````"
+    title = "escalation report" if report["status"] == "escalated" else "report"
     parts = [
-        f"# santa-method escalation report: run {report['run_id']}",
+        f"# santa-method {title}: run {report['run_id']}",
         "",
-        f"- target: `{report['target']}`",
+        f"- target: {_inline(report['target'])}",
         f"- status: {report['status']}",
-        f"- rubric: {report['rubric']}, {report['reviewers']} reviewers, up to {report['max_fixes']} fixes",
+        f"- rubric: {report['rubric']}, {report['reviewers']} reviewers, "
+        f"up to {report['max_fixes']} fixes",
     ]
-    if report["cost_usd"] is not None or report["tokens"] is not None:
-        parts.append(f"- cost: {report['tokens'] or 0} tokens, ${report['cost_usd'] or 0:.4f}")
+    cost = report["cost"]
+    if cost["usd"] is not None or cost["tokens"] is not None:
+        usd = f"${cost['usd']:.4f}" if cost["usd"] is not None else "cost unknown"
+        parts.append(f"- cost: {cost['tokens'] or 0} tokens, {usd}")
     if report["escalation_reasons"]:
         parts += ["", "## Why it escalated", ""]
         parts += [f"- {r}" for r in report["escalation_reasons"]]
@@ -107,24 +178,26 @@ def to_markdown(report: dict[str, Any]) -> str:
             f"{len(r['flags'])} flag(s), {r['rereviews']} re-review(s)"
         )
         parts += [f"  - [{f['criterion']}] {f['issue']}" for f in r["flags"]]
-    if report["fixes"]:
-        parts += ["", "## Fixes", ""]
-        for f in report["fixes"]:
-            notes = f.get("changed") or f.get("notes") or "(no notes)"
-            parts.append(f"- after round {f.get('iteration')}: {notes}")
+        if r["fix"] is not None:
+            notes = r["fix"].get("changed") or r["fix"].get("notes") or "(no notes)"
+            parts.append(f"  - fixer: {notes}")
     if report["waived"]:
         parts += ["", "## Waived by a person", ""]
-        parts += [f"- {w.get('key') or w.get('issue')}: {w.get('reason')}" for w in report["waived"]]
-    parts += ["", "## Spec", "", fence, report["spec"].rstrip("\n"), fence]
-    parts += ["", "## Output (last round)", "", fence, report["output"].rstrip("\n"), fence, ""]
+        parts += [
+            f"- {w.get('key') or w.get('issue')}: {w.get('reason')}" for w in report["waived"]
+        ]
+    parts += ["", "## Spec", "", *_block(report["spec"])]
+    parts += ["", "## Output (last round)", "", *_block(report["output"]), ""]
     return "\n".join(parts)
 
 
 def write_report(run_id: str) -> Path:
+    """Write `report.md` and `report.json` into the run's folder; returns the Markdown path."""
     report = build(run_id)
-    path = runs.run_dir(run_id) / "report.md"
+    folder = runs.run_dir(run_id)
+    path = folder / "report.md"
     path.write_text(to_markdown(report), encoding="utf-8")
-    (runs.run_dir(run_id) / "report.json").write_text(
+    (folder / "report.json").write_text(
         json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
     )
     return path

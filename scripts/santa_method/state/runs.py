@@ -11,8 +11,21 @@ without a NICE gate. Every transition checks the state first and refuses
         gate says rereview  -> round start (same round, open slots only)
         gate says escalate  -> report written                  (run escalated)
 
+A round is *open* from `round start` until its gate: only then can replies be
+stored or reviewers reserved, and only an open round can be gated, so a round
+is never gated twice without `round start` in between (which is what counts
+re-reviews). Shipping re-checks what the NICE gate saw: every expected slot a
+valid PASS, and the target still the very content that was reviewed.
+
+A run records where its reviews come from (`source`): `hook` (Claude Code's
+reviewer hook stores each reply with its transcript, checked at the gate),
+`files` (review files given to the gate, for hosts without hooks) or `api`
+(the headless loop stores the replies of the calls it made itself).
+
 State changes happen under an exclusive lock on the run folder, because
-reviewers finish concurrently and each stop hook stores its reply at once.
+reviewers finish concurrently and each stop hook stores its reply at once;
+`state.json` is replaced atomically, so unlocked readers (`load`) never see
+half a file.
 """
 
 from __future__ import annotations
@@ -22,7 +35,9 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -32,17 +47,21 @@ from typing import Any
 from santa_method.core import assignment as texts
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.gate import default_labels, gate
-from santa_method.core.history import MAX_REREVIEWS, decide
+from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, MergedIssue, Rubric, ValidationResult
 from santa_method.state import log as runlog
 from santa_method.state.paths import default_log_path, ensure_santa_dir, santa_dir
 
 PRE_CHECK_TIMEOUT = 900
+STATE_VERSION = 1
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+REVIEW_MARKER = "santa-method review, run "
+FIX_MARKER = "santa-method fix, run "
 
 
 def sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def runs_dir() -> Path:
@@ -50,14 +69,16 @@ def runs_dir() -> Path:
 
 
 def run_dir(run_id: str) -> Path:
-    if not run_id or "/" in run_id or run_id.startswith("."):
+    """The run's folder; the id is checked so it can never name a path elsewhere."""
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
         raise InputError(f"'{run_id}' is not a run id")
     return runs_dir() / run_id
 
 
 @contextlib.contextmanager
 def _locked(run_id: str) -> Iterator[dict[str, Any]]:
-    """Load the run's state under an exclusive lock; save it on clean exit."""
+    """Load the run's state under an exclusive lock; save it only on a clean
+    exit, so a refusal or a crash half-way leaves the state as it was."""
     folder = run_dir(run_id)
     state_file = folder / "state.json"
     if not state_file.exists():
@@ -70,7 +91,7 @@ def _locked(run_id: str) -> Iterator[dict[str, Any]]:
 
 
 def _save(folder: Path, state: dict[str, Any]) -> None:
-    tmp = folder / "state.json.tmp"
+    tmp = folder / f"state.json.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, folder / "state.json")
 
@@ -87,31 +108,59 @@ def _now() -> str:
     return runlog.now_iso()
 
 
-def _log(state: dict[str, Any], event: str, iteration: Any, **data: Any) -> None:
-    runlog.append(state["log"], {"run_id": state["id"], "event": event, "iteration": iteration, **data})
+def _log(state: dict[str, Any], event: str, iteration: Any, **data: Any) -> dict[str, Any]:
+    record = {"run_id": state["id"], "event": event, "iteration": iteration, **data}
+    return runlog.append(state["log"], record)
 
 
 # --- what is reviewed -----------------------------------------------------
 
 
-def _read_target(target: dict[str, Any]) -> str:
+def check_rev(rev: str, cwd: str) -> None:
+    """A revision for `--against-diff` must be one git knows, never an option."""
+    if not rev or rev.startswith("-") or any(ch.isspace() for ch in rev):
+        raise InputError(f"'{rev}' is not a git revision")
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        raise InputError(f"'{rev}' is not a commit of the git repository at {cwd}")
+
+
+def read_target(target: dict[str, Any]) -> str:
+    """The current content under review: the file, or the diff recomputed now."""
     if target["kind"] == "file":
         try:
             return Path(target["path"]).read_text(encoding="utf-8")
         except OSError as exc:
-            raise InputError(f"cannot read the target '{target['path']}': {exc.strerror}") from None
+            raise InputError(
+                f"cannot read the target '{target['path']}': {exc.strerror or exc}"
+            ) from None
         except UnicodeDecodeError:
             raise InputError(f"the target '{target['path']}' is not UTF-8 text") from None
+    rev = target["rev"]
+    if rev.startswith("-"):
+        raise InputError(f"'{rev}' is not a git revision")
     result = subprocess.run(
-        ["git", "diff", target["rev"]],
+        ["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", rev, "--"],
         cwd=target["cwd"],
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise InputError(f"git diff {target['rev']} failed: {result.stderr.strip() or 'unknown error'}")
+        raise InputError(f"git diff {rev} failed: {result.stderr.strip() or 'unknown error'}")
     return result.stdout
+
+
+def target_name(target: dict[str, Any]) -> str:
+    if target["kind"] == "file":
+        return target["path"]
+    return f"diff:{target['rev']}"
 
 
 def _run_pre_check(command: str | None, cwd: str) -> None:
@@ -130,7 +179,7 @@ def _run_pre_check(command: str | None, cwd: str) -> None:
     except subprocess.TimeoutExpired:
         raise RefusedError(f"the pre-check '{command}' timed out; no reviewer was spent") from None
     if result.returncode != 0:
-        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+        tail = (result.stdout + result.stderr).strip().splitlines()[-3:]
         detail = (": " + " | ".join(tail)) if tail else ""
         raise RefusedError(
             f"the pre-check '{command}' failed (exit {result.returncode}){detail}; "
@@ -164,50 +213,89 @@ class RoundOpened:
         }
 
 
+def _opened(state: dict[str, Any], rereview: bool) -> RoundOpened:
+    r = state["rounds"][-1]
+    slots = tuple(label for label, slot in r["slots"].items() if slot is None)
+    return RoundOpened(
+        state["id"], r["round"], r["assignment"], r["instruction"], r["canary"], slots, rereview
+    )
+
+
 def _new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
-def _write_round(folder: Path, state: dict[str, Any], number: int, slots: list[str]) -> dict[str, Any]:
-    spec = (folder / "spec.md").read_text(encoding="utf-8")
-    rubric_md = (folder / "rubric.md").read_text(encoding="utf-8")
-    output = _read_target(state["target"])
+def _checked(path: Path, expected: str | None, what: str) -> str:
+    """A run file the helper wrote, refused if anyone changed it since."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise RefusedError(f"the run's {what} ({path}) is missing or unreadable") from None
+    if expected is not None and sha256(text) != expected:
+        raise RefusedError(
+            f"the run's {what} ({path.name}) was changed after the run opened; start a new run"
+        )
+    return text
+
+
+def _assignment_body(folder: Path, state: dict[str, Any], r: dict[str, Any]) -> str:
+    """The round's assignment, rebuilt from the run's checked files: the
+    same bytes every time, so a tampered file can be detected and restored."""
+    return texts.reviewer_assignment(
+        run_id=state["id"],
+        round_number=r["round"],
+        reviewers=state["reviewers"],
+        rubric_markdown=_checked(folder / "rubric.md", state.get("rubric_md_sha256"), "rubric"),
+        spec=_checked(folder / "spec.md", state.get("spec_sha256"), "spec"),
+        output=_checked(
+            folder / f"round-{r['round']}" / "output.txt", r["output_sha256"], "reviewed output"
+        ),
+        boundary=r["boundary"],
+        canary=r["canary"],
+    )
+
+
+def _assignment_intact(r: dict[str, Any]) -> bool:
+    try:
+        text = Path(r["assignment"]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return sha256(text) == r["assignment_sha256"]
+
+
+def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) -> dict[str, Any]:
     if not output.strip():
         raise RefusedError("the output under review is empty; there is nothing to verify")
-    canary = texts.new_token()
-    # The boundary is fixed per run so the shared prefix stays byte-identical
-    # across rounds; a new one is drawn only if the new output contains it.
-    boundary = state["boundary"]
-    if boundary in output:
-        raise RefusedError("the output contains this run's fence marker; start a new run")
+    spec = _checked(folder / "spec.md", state.get("spec_sha256"), "spec")
+    # The boundary stays the same for the whole run so the shared prefix is
+    # byte-identical across rounds (prompt caches); a fix that put it into
+    # the output only costs a new one, never an open fence.
+    if state["boundary"] in output:
+        state["boundary"] = texts.boundary_for(spec, output)
     round_dir = folder / f"round-{number}"
     round_dir.mkdir(exist_ok=True)
     (round_dir / "output.txt").write_text(output, encoding="utf-8")
-    body = texts.reviewer_assignment(
-        run_id=state["id"],
-        round_number=number,
-        reviewers=state["reviewers"],
-        rubric_markdown=rubric_md,
-        spec=spec,
-        output=output,
-        boundary=boundary,
-        canary=canary,
-    )
     path = round_dir / "assignment.md"
-    path.write_text(body, encoding="utf-8")
-    instruction = texts.reviewer_instruction(str(path), state["id"], number)
-    return {
+    labels = default_labels(state["reviewers"])
+    r: dict[str, Any] = {
         "round": number,
         "opened": _now(),
-        "canary": canary,
+        "canary": texts.new_token(),
+        "boundary": state["boundary"],
         "assignment": str(path),
-        "instruction": instruction,
+        "instruction": texts.reviewer_instruction(str(path), state["id"], number),
         "output_sha256": sha256(output),
+        "open": True,
         "rereviews": 0,
+        "capacity": len(labels),
         "spawned": 0,
-        "slots": {label: None for label in slots},
+        "slots": {label: None for label in labels},
         "gates": [],
     }
+    body = _assignment_body(folder, state, r)
+    path.write_text(body, encoding="utf-8")
+    r["assignment_sha256"] = sha256(body)
+    return r
 
 
 def start_run(
@@ -227,16 +315,23 @@ def start_run(
     log_path: str | os.PathLike[str] | None = None,
     cwd: str | None = None,
 ) -> RoundOpened:
-    """Open a run and its round 1, after the pre-check passes."""
-    if reviewers < 2:
+    """Open a run and its round 1, after the pre-check passes.
+
+    Nothing is written (no folder, no assignment, no log record) unless the
+    inputs are usable and the pre-check passed.
+    """
+    if isinstance(reviewers, bool) or not isinstance(reviewers, int) or reviewers < 2:
         raise InputError("a run needs at least 2 reviewers")
-    if max_fixes < 0:
-        raise InputError("max_fixes cannot be negative")
-    if source not in ("hook", "files"):
-        raise InputError("--source must be 'hook' or 'files'")
+    if isinstance(max_fixes, bool) or not isinstance(max_fixes, int) or max_fixes < 0:
+        raise InputError("max_fixes must be a whole number of at least 0")
+    if source not in ("hook", "files", "api"):
+        raise InputError("the source must be 'hook', 'files' or 'api'")
     if not spec.strip():
         raise InputError("the spec is empty; say what the output must do")
     work_dir = cwd or str(Path.cwd())
+    output = read_target(target)
+    if not output.strip():
+        raise RefusedError("the output under review is empty; there is nothing to verify")
     _run_pre_check(pre_check, work_dir)
     ensure_santa_dir()
     run_id = _new_run_id()
@@ -245,8 +340,9 @@ def start_run(
     (folder / "spec.md").write_text(spec, encoding="utf-8")
     (folder / "rubric.md").write_text(rubric_markdown, encoding="utf-8")
     (folder / "rubric.json").write_text(json.dumps(rubric.to_json(), indent=2), encoding="utf-8")
-    first_output = _read_target(target)
+    log_file = Path(log_path) if log_path else default_log_path()
     state: dict[str, Any] = {
+        "version": STATE_VERSION,
         "id": run_id,
         "created": _now(),
         "status": "open",
@@ -260,21 +356,22 @@ def start_run(
         "models": models,
         "pre_check": pre_check,
         "cwd": work_dir,
-        "log": str(Path(log_path) if log_path else default_log_path()),
-        "boundary": texts.boundary_for(spec, first_output),
+        "log": str(log_file.absolute()),
+        "boundary": texts.boundary_for(spec, output),
+        "spec_sha256": sha256(spec),
+        "rubric_md_sha256": sha256(rubric_markdown),
         "rounds": [],
         "fixes": [],
         "last_gate": None,
         "fixer": None,
+        "escalation": None,
     }
-    labels = default_labels(reviewers)
-    state["rounds"].append(_write_round(folder, state, 1, labels))
-    _save(folder, state)
+    state["rounds"].append(_write_round(folder, state, 1, output))
     _log(
         state,
         "run",
         0,
-        target=target.get("path") or f"diff:{target.get('rev')}",
+        target=target_name(target),
         target_sha256=state["rounds"][0]["output_sha256"],
         spec_sha256=sha256(spec),
         rubric=rubric_name,
@@ -282,62 +379,94 @@ def start_run(
         models=models,
         reviewers=reviewers,
         source=source,
+        max_fixes=max_fixes,
     )
-    r = state["rounds"][0]
-    return RoundOpened(run_id, 1, r["assignment"], r["instruction"], r["canary"], tuple(labels), False)
+    _save(folder, state)
+    return _opened(state, False)
+
+
+def _cap_refusal(state: dict[str, Any], number: int) -> str:
+    cap = state["max_fixes"] + 1
+    return (
+        f"round {number} would pass the cap of {cap} round{'s' if cap != 1 else ''} "
+        f"(max_fixes {state['max_fixes']}); run {state['id']} goes to a person instead"
+    )
+
+
+def _next_round_check(state: dict[str, Any]) -> str:
+    """What `round start --run` would do now ('rereview' or 'fresh'), or a refusal."""
+    current = state["rounds"][-1]
+    last = state["last_gate"]
+    gated_now = last is not None and last["round"] == current["round"]
+    if state["status"] != "open":
+        reasons = (state.get("escalation") or {}).get("reasons") or []
+        if (
+            gated_now
+            and any(r.startswith(FIXES_EXHAUSTED) for r in reasons)
+            and current["round"] + 1 > state["max_fixes"] + 1
+        ):
+            raise RefusedError(
+                _cap_refusal(state, current["round"] + 1) + f" (it is {state['status']})"
+            )
+        raise RefusedError(
+            f"run {state['id']} is {state['status']}; no more rounds, start a new run"
+        )
+    if current["open"] or not gated_now:
+        raise RefusedError(
+            f"round {current['round']} of run {state['id']} has not been gated yet; "
+            f"run 'santa gate --run {state['id']}' first"
+        )
+    if last["next"] == "rereview":
+        if current["rereviews"] >= MAX_REREVIEWS:
+            raise RefusedError(
+                f"round {current['round']} has had {MAX_REREVIEWS} re-reviews already"
+            )
+        return "rereview"
+    if last["next"] != "fix":
+        raise RefusedError(
+            f"the last gate of run {state['id']} said '{last['next']}', not 'fix' or 'rereview'; "
+            + ("log the ship instead" if last["next"] == "ship" else "no new round")
+        )
+    number = current["round"] + 1
+    if number > state["max_fixes"] + 1:
+        raise RefusedError(_cap_refusal(state, number))
+    if not any(f["after_round"] == current["round"] for f in state["fixes"]):
+        raise RefusedError(
+            f"no fix is logged after round {current['round']}; run "
+            f"'santa log fix --run {state['id']}' once the fixer is done"
+        )
+    return "fresh"
 
 
 def next_round(run_id: str) -> RoundOpened:
     """Open the round the last gate asked for: a fresh one after a logged
     fix, or the same one again for its failed or missing slots."""
-    with _locked(run_id) as state:
-        _require_open(state)
-        current = state["rounds"][-1]
-        last = state["last_gate"]
-        if last is None or last["round"] != current["round"]:
-            raise RefusedError(
-                f"round {current['round']} has not been gated yet; run 'santa gate --run {run_id}'"
-            )
-        if last["next"] == "rereview":
-            if current["rereviews"] >= MAX_REREVIEWS:
-                raise RefusedError(f"round {current['round']} has had {MAX_REREVIEWS} re-reviews already")
-            open_slots = [label for label, slot in current["slots"].items() if not _slot_stands(slot)]
-            for label in open_slots:
-                current["slots"][label] = None
-            current["rereviews"] += 1
-            current["spawned"] = 0
-            return RoundOpened(
-                run_id,
-                current["round"],
-                current["assignment"],
-                current["instruction"],
-                current["canary"],
-                tuple(open_slots),
-                True,
-            )
-        if last["next"] != "fix":
-            raise RefusedError(
-                f"the last gate said '{last['next']}', not 'fix' or 'rereview'; no new round"
-            )
-        if not any(f["after_round"] == current["round"] for f in state["fixes"]):
-            raise RefusedError(
-                f"no fix is logged after round {current['round']}; "
-                f"run 'santa log fix --run {run_id}' once the fixer is done"
-            )
-        number = current["round"] + 1
-        if number > state["max_fixes"] + 1:
-            raise RefusedError(f"round {number} would pass the cap of {state['max_fixes'] + 1} rounds")
+    kind = _next_round_check(load(run_id))
+    if kind == "fresh":
+        # The pre-check may take minutes: run it outside the lock, then check
+        # the state again under the lock before changing anything.
+        state = load(run_id)
         _run_pre_check(state.get("pre_check"), state["cwd"])
-        labels = default_labels(state["reviewers"])
-        state["rounds"].append(_write_round(run_dir(run_id), state, number, labels))
+    with _locked(run_id) as state:
+        if _next_round_check(state) != kind:
+            raise RefusedError(f"run {run_id} changed while the round was being opened; try again")
+        current = state["rounds"][-1]
+        if kind == "rereview":
+            for label, slot in current["slots"].items():
+                if not _slot_stands(slot):
+                    current["slots"][label] = None
+            if not _assignment_intact(current):
+                body = _assignment_body(run_dir(run_id), state, current)
+                Path(current["assignment"]).write_text(body, encoding="utf-8")
+            current["rereviews"] += 1
+            current["open"] = True
+            current["spawned"] = 0
+            current["capacity"] = sum(1 for s in current["slots"].values() if s is None)
+            return _opened(state, True)
+        output = read_target(state["target"])
+        state["rounds"].append(_write_round(run_dir(run_id), state, current["round"] + 1, output))
         state["fixer"] = None
-        r = state["rounds"][-1]
-        return RoundOpened(run_id, number, r["assignment"], r["instruction"], r["canary"], tuple(labels), False)
-
-
-def _require_open(state: dict[str, Any]) -> None:
-    if state["status"] != "open":
-        raise RefusedError(f"run {state['id']} is {state['status']}; start a new run")
+        return _opened(state, False)
 
 
 def _slot_stands(slot: dict[str, Any] | None) -> bool:
@@ -348,13 +477,19 @@ def _slot_stands(slot: dict[str, Any] | None) -> bool:
 # --- the reply store (written by the Claude Code hook) ---------------------
 
 
-def find_round(instruction: str) -> tuple[str, int] | None:
-    """The open run and round whose reviewer instruction is exactly `instruction`."""
-    marker = "santa-method review, run "
-    text = instruction.strip()
+def _run_of(instruction: str, marker: str) -> str | None:
+    text = instruction.strip() if isinstance(instruction, str) else ""
     if not text.startswith(marker):
         return None
     run_id = text[len(marker) :].split(",", 1)[0]
+    return run_id if _RUN_ID.fullmatch(run_id) else None
+
+
+def find_round(instruction: str) -> tuple[str, int] | None:
+    """The open run and round whose reviewer instruction is exactly `instruction`."""
+    run_id = _run_of(instruction, REVIEW_MARKER)
+    if run_id is None:
+        return None
     try:
         state = load(run_id)
     except InputError:
@@ -362,22 +497,40 @@ def find_round(instruction: str) -> tuple[str, int] | None:
     if state["status"] != "open" or not state["rounds"]:
         return None
     current = state["rounds"][-1]
-    if current["instruction"] != text:
+    if current["instruction"] != instruction.strip():
         return None
     return run_id, current["round"]
 
 
+def _accepting(state: dict[str, Any], round_number: int) -> str | None:
+    """Why the round cannot take reviewers or replies now, or None."""
+    current = state["rounds"][-1]
+    if state["status"] != "open":
+        return f"run {state['id']} is {state['status']}"
+    if current["round"] != round_number:
+        return f"round {round_number} is over; the current round is {current['round']}"
+    if not current["open"]:
+        return f"round {round_number} has been gated already"
+    return None
+
+
 def reserve_reviewer(run_id: str, round_number: int) -> str | None:
-    """Count one reviewer spawn; None if the round has no open slot left."""
+    """Count one reviewer spawn: None when allowed, else the reason it is not.
+
+    A round (or a re-review) has as many spawns as it had open slots when it
+    was opened; a reviewer that dies without a reply leaves its slot empty,
+    which the gate counts as a failed review and a re-review reopens.
+    """
     with _locked(run_id) as state:
+        why = _accepting(state, round_number)
+        if why:
+            return why
         current = state["rounds"][-1]
-        if state["status"] != "open" or current["round"] != round_number:
-            return "the round is no longer open"
-        if state["last_gate"] and state["last_gate"]["round"] == round_number and state["last_gate"]["next"] != "rereview":
-            return "the round has been gated already"
-        open_slots = [label for label, slot in current["slots"].items() if slot is None]
-        if current["spawned"] >= len(open_slots):
-            return f"the round has {len(open_slots)} reviewer slot(s) and all are taken"
+        if current["spawned"] >= current["capacity"]:
+            return (
+                f"round {round_number} has {current['capacity']} open reviewer slot(s) "
+                "and every one has its reviewer"
+            )
         current["spawned"] += 1
         return None
 
@@ -391,47 +544,64 @@ def store_reply(
     transcript_path: str,
     failed: bool = False,
     errors: Sequence[str] = (),
+    tokens: int | None = None,
+    cost_usd: float | None = None,
 ) -> str:
-    """Put a reviewer's reply into the round's first open slot; returns its label."""
+    """Put a reviewer's reply into the round's first open slot; returns its label.
+
+    One agent fills at most one slot: storing again for the same agent
+    replaces its own reply (a hook that runs twice), never takes a second.
+    """
     with _locked(run_id) as state:
+        why = _accepting(state, round_number)
+        if why:
+            raise RefusedError(f"cannot store the reply: {why}")
         current = state["rounds"][-1]
-        if state["status"] != "open" or current["round"] != round_number:
-            raise RefusedError("the round is no longer open")
-        for label, slot in current["slots"].items():
-            if slot is not None and slot.get("agent_id") == agent_id:
-                current["slots"][label] = _slot(reply, agent_id, transcript_path, failed, errors)
+        slot = {
+            "reply": reply if isinstance(reply, str) else "",
+            "agent_id": str(agent_id),
+            "transcript_path": str(transcript_path or ""),
+            "failed": bool(failed),
+            "errors": [str(e) for e in errors],
+            "tokens": tokens,
+            "cost_usd": cost_usd,
+            "stored": _now(),
+        }
+        for label, held in current["slots"].items():
+            if held is not None and held.get("agent_id") == slot["agent_id"]:
+                if _slot_stands(held):
+                    raise RefusedError(f"reviewer {label}'s reply was already gated")
+                current["slots"][label] = slot
                 return label
-        for label, slot in current["slots"].items():
-            if slot is None:
-                current["slots"][label] = _slot(reply, agent_id, transcript_path, failed, errors)
+        for label, held in current["slots"].items():
+            if held is None:
+                current["slots"][label] = slot
                 return label
-        raise RefusedError("every reviewer slot of this round is filled")
-
-
-def _slot(reply: str, agent_id: str, transcript: str, failed: bool, errors: Sequence[str]) -> dict[str, Any]:
-    return {
-        "reply": reply,
-        "agent_id": agent_id,
-        "transcript_path": transcript,
-        "failed": failed,
-        "errors": list(errors),
-        "stored": _now(),
-    }
+        raise RefusedError(f"every reviewer slot of round {round_number} is filled")
 
 
 def fixer_open(instruction: str) -> bool:
     """Whether `instruction` is exactly the fixer instruction of an open fix."""
-    marker = "santa-method fix, run "
-    text = instruction.strip()
-    if not text.startswith(marker):
+    run_id = _run_of(instruction, FIX_MARKER)
+    if run_id is None:
         return False
-    run_id = text[len(marker) :].split(",", 1)[0]
     try:
         state = load(run_id)
     except InputError:
         return False
     fixer = state.get("fixer")
-    return state["status"] == "open" and bool(fixer) and fixer["instruction"] == text
+    last = state.get("last_gate")
+    return (
+        state["status"] == "open"
+        and bool(fixer)
+        and fixer["instruction"] == instruction.strip()
+        and bool(last)
+        and last["next"] == "fix"
+        and fixer["round"] == state["rounds"][-1]["round"]
+    )
+
+
+# --- transcripts ----------------------------------------------------------
 
 
 def _message_text(message: Any) -> str:
@@ -445,51 +615,113 @@ def _message_text(message: Any) -> str:
     return ""
 
 
-def transcript_problem(path: str, instruction: str, reply: str) -> str | None:
+def _text_blocks(message: Any) -> list[str]:
+    content = message.get("content") if isinstance(message, dict) else message
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        ]
+    return []
+
+
+def _last_reply_forms(records: list[dict[str, Any]]) -> set[str]:
+    """The ways the reviewer's final message can be written as one string.
+
+    Claude Code writes one record per content block, all sharing the
+    message's id; the final message is the last group with text.
+    """
+    groups: list[list[str]] = []
+    last_id: object = object()
+    for record in records:
+        if record.get("type") != "assistant":
+            last_id = object()
+            continue
+        message = record.get("message")
+        msg_id = message.get("id") if isinstance(message, dict) else None
+        blocks = [b for b in _text_blocks(message) if b.strip()]
+        if groups and msg_id is not None and msg_id == last_id:
+            groups[-1].extend(blocks)
+        else:
+            groups.append(blocks)
+        last_id = msg_id if msg_id is not None else object()
+    final = next((g for g in reversed(groups) if g), None)
+    if final is None:
+        return set()
+    return {"\n".join(final).strip(), "".join(final).strip(), final[-1].strip()}
+
+
+def transcript_problem(
+    path: str, instruction: str, reply: str, agent_id: str | None = None
+) -> str | None:
     """Why a stored reply cannot be trusted as this reviewer's own, or None.
 
-    The transcript's first record is the prompt the reviewer was given; it
-    must be the round's instruction. The reply must be text the reviewer
-    itself produced (an assistant message of that transcript).
+    The transcript's first message is the prompt the reviewer was given; it
+    must be the round's instruction. The reply must be the reviewer's own
+    final message in that transcript, so no one else's text (and no earlier
+    draft) can stand in for it.
     """
+    if not path:
+        return "no transcript was recorded for this reply"
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return "the reviewer's transcript cannot be read"
     records = []
     for line in lines:
-        with contextlib.suppress(json.JSONDecodeError):
-            records.append(json.loads(line))
-    records = [r for r in records if isinstance(r, dict)]
-    if not records:
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
+            item = json.loads(line)
+            if isinstance(item, dict):
+                records.append(item)
+    messages = [r for r in records if r.get("type") in ("user", "assistant")]
+    if not messages:
         return "the reviewer's transcript is empty"
-    first = next((r for r in records if r.get("type") == "user"), None)
-    if first is None or _message_text(first.get("message")).strip() != instruction:
+    if agent_id and any(
+        isinstance(r.get("agentId"), str) and r["agentId"] != agent_id for r in records
+    ):
+        return "the transcript belongs to another agent"
+    first = messages[0]
+    if first.get("type") != "user" or _message_text(first.get("message")).strip() != instruction:
         return "the reviewer's transcript does not start with this round's instruction"
-    said = "\n".join(_message_text(r.get("message")) for r in records if r.get("type") == "assistant")
-    if reply.strip() and reply.strip() in said:
-        return None
-    return "the stored reply is not in the reviewer's transcript"
+    if not reply.strip():
+        return "the stored reply is empty"
+    if reply.strip() not in _last_reply_forms(messages):
+        return "the stored reply is not the reviewer's final reply in its transcript"
+    return None
 
 
 # --- gating a run ---------------------------------------------------------
 
 
 def _read_review(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read review '{path}': {exc}") from None
+    except FileNotFoundError:
+        raise InputError(f"cannot read review '{path}': no such file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read review '{path}': it is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"cannot read review '{path}': {exc.strerror or exc}") from None
 
 
-def _cost_so_far(state: dict[str, Any]) -> float | None:
-    total, seen = 0.0, False
-    for record in runlog.read(state["log"]).records:
-        if record.get("run_id") == state["id"] and isinstance(record.get("cost_usd"), (int, float)):
-            if record.get("event") in ("review", "fix"):
-                total += float(record["cost_usd"])
-                seen = True
-    return total if seen else None
+def as_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def logged_cost(records: Sequence[dict[str, Any]], run_id: str) -> float | None:
+    """What verifying the run has cost so far, from its review and fix records."""
+    costs = [
+        as_number(r.get("cost_usd"))
+        for r in records
+        if r.get("run_id") == run_id and r.get("event") in ("review", "fix")
+    ]
+    known = [c for c in costs if c is not None]
+    return sum(known) if known else None
 
 
 def _merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
@@ -509,6 +741,110 @@ def _merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
     ]
 
 
+def _fill_from_files(
+    state: dict[str, Any], files: Sequence[str], labels: Sequence[str] | None
+) -> None:
+    current = state["rounds"][-1]
+    if state["source"] != "files":
+        raise RefusedError(
+            f"run {state['id']} takes reviews only from the hook's store "
+            "(its source is 'hook'), not from files"
+        )
+    open_labels = [lab for lab, slot in current["slots"].items() if slot is None]
+    if labels is not None and len(labels) != len(files):
+        raise InputError("--labels must name one label per review file")
+    targets = list(labels) if labels is not None else open_labels[: len(files)]
+    if len(files) > len(open_labels) or any(t not in open_labels for t in targets):
+        raise RefusedError(
+            f"round {current['round']} has open slot(s) {', '.join(open_labels) or 'none'}; "
+            f"{len(files)} review file(s) do not fit"
+        )
+    for label, path in zip(targets, files, strict=True):
+        current["slots"][label] = {"reply": _read_review(path), "file": path, "stored": _now()}
+
+
+def _provenance_problem(
+    state: dict[str, Any], slot: dict[str, Any], seen: dict[str, str]
+) -> str | None:
+    """Why a slot's reply cannot count as its own reviewer's, or None.
+
+    By source: `hook` takes only replies stored by the reviewer hook, each
+    the final reply in a transcript that starts with the round's
+    instruction; `files` takes review files (and hook-stored replies, checked
+    the same way); `api` takes replies the headless loop stored after making
+    each reviewer's call itself, so there is no transcript to check. In every
+    source one agent, or one transcript, fills one slot at most.
+    """
+    via_store = "agent_id" in slot
+    for key in (slot.get("agent_id"), slot.get("transcript_path")):
+        if key and key in seen:
+            return f"the same reviewer already fills slot {seen[key]}"
+    if state["source"] == "api":
+        return None
+    if not via_store:
+        return (
+            "the reply did not come through the reviewer hook"
+            if state["source"] == "hook"
+            else None
+        )
+    return transcript_problem(
+        slot.get("transcript_path", ""),
+        state["rounds"][-1]["instruction"],
+        slot.get("reply", ""),
+        slot.get("agent_id"),
+    )
+
+
+def _validate_slots(
+    state: dict[str, Any], rubric: Rubric, output: str
+) -> list[ValidationResult | None]:
+    """Each slot's validation; anything that makes a reply untrustworthy makes it invalid."""
+    current = state["rounds"][-1]
+    results: list[ValidationResult | None] = []
+    seen_agents: dict[str, str] = {}
+    seen_reviews: dict[Any, str] = {}
+    for label, slot in current["slots"].items():
+        if slot is None:
+            results.append(None)
+            continue
+        problem = _provenance_problem(state, slot, seen_agents)
+        for key in (slot.get("agent_id"), slot.get("transcript_path")):
+            if key:
+                seen_agents.setdefault(key, label)
+        if slot.get("failed"):
+            errors = tuple(slot.get("errors") or ["the reviewer's reply failed validation"])
+            results.append(ValidationResult(False, errors))
+            continue
+        if problem:
+            results.append(ValidationResult(False, (problem,)))
+            continue
+        result = validate_reply(
+            slot.get("reply", ""), rubric=rubric, output=output, canary=current["canary"]
+        )
+        if result.valid and "file" in slot:
+            # Review files have no transcript behind them: one review handed
+            # in twice must not count as two reviewers.
+            key = result.review
+            if key in seen_reviews:
+                result = ValidationResult(
+                    False,
+                    (f"this review is identical to reviewer {seen_reviews[key]}'s",),
+                    result.warnings,
+                    result.review,
+                )
+            else:
+                seen_reviews[key] = label
+        results.append(result)
+    return results
+
+
+def _check_log_path(state: dict[str, Any], log_path: str | os.PathLike[str] | None) -> None:
+    if log_path and Path(log_path).absolute() != Path(state["log"]):
+        raise InputError(
+            f"run {state['id']} logs to {state['log']}; --log cannot move it to another file"
+        )
+
+
 def gate_run(
     run_id: str,
     *,
@@ -518,58 +854,59 @@ def gate_run(
     log_path: str | None = None,
 ) -> GateResult:
     """Gate the current round of a run and decide what comes next."""
-    from santa_method.core.rubric import rubric_from_json
+    from santa_method.core.rubric import rubric_from_json, rubric_hash
 
     with _locked(run_id) as state:
-        _require_open(state)
-        if log_path:
-            state["log"] = log_path
+        _check_log_path(state, log_path)
+        if state["status"] != "open":
+            raise RefusedError(f"run {run_id} is {state['status']}; there is nothing to gate")
         current = state["rounds"][-1]
         if iteration is not None and iteration != current["round"]:
             raise RefusedError(f"only the current round ({current['round']}) can be gated")
-        folder = run_dir(run_id)
-        rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
-        output = (folder / f"round-{current['round']}" / "output.txt").read_text(encoding="utf-8")
-        slot_labels = list(current["slots"])
-
-        if review_files:
-            if state["source"] != "files":
-                raise RefusedError(
-                    f"run {run_id} takes reviews only from the hook's store, not from files"
-                )
-            open_labels = [lab for lab in slot_labels if not _slot_stands(current["slots"][lab])]
-            if labels is not None and len(labels) != len(review_files):
-                raise InputError("--labels must name one label per review file")
-            targets = list(labels) if labels is not None else open_labels
-            if len(review_files) > len(open_labels) or any(t not in open_labels for t in targets):
-                raise RefusedError(
-                    f"round {current['round']} has open slots {', '.join(open_labels) or 'none'}; "
-                    f"{len(review_files)} review file(s) do not fit"
-                )
-            for label, path in zip(targets, review_files, strict=False):
-                current["slots"][label] = {"reply": _read_review(path), "file": path, "stored": _now()}
-
-        results: list[ValidationResult | None] = []
-        for label in slot_labels:
-            slot = current["slots"][label]
-            if slot is None:
-                results.append(None)
-                continue
-            if slot.get("failed"):
-                errors = tuple(slot.get("errors") or ["the reviewer's reply failed validation"])
-                results.append(ValidationResult(False, errors))
-                continue
-            if state["source"] == "hook":
-                problem = transcript_problem(slot.get("transcript_path", ""), current["instruction"], slot["reply"])
-                if problem:
-                    results.append(ValidationResult(False, (problem,)))
-                    continue
-            results.append(
-                validate_reply(slot["reply"], rubric=rubric, output=output, canary=current["canary"])
+        if not current["open"]:
+            raise RefusedError(
+                f"round {current['round']} of run {run_id} was gated already "
+                f"(next: {state['last_gate']['next']}); a round is gated once per opening"
             )
-        core = gate(results, slot_labels, output=output, expected=len(slot_labels))
+        if review_files:
+            _fill_from_files(state, review_files, labels)
+        elif labels is not None:
+            raise InputError("--labels goes with review files")
+        folder = run_dir(run_id)
+        rubric = rubric_from_json(json.loads(_checked(folder / "rubric.json", None, "rubric")))
+        if rubric_hash(rubric) != state["rubric_hash"]:
+            raise RefusedError(
+                "the run's rubric (rubric.json) was changed after the run opened; start a new run"
+            )
+        output = _checked(
+            folder / f"round-{current['round']}" / "output.txt",
+            current["output_sha256"],
+            "reviewed output",
+        )
+        slot_labels = list(current["slots"])
+        standing = {label for label in slot_labels if _slot_stands(current["slots"][label])}
 
-        earlier = [_merged_from_json(r["gates"][-1]["issues"]) for r in state["rounds"][:-1] if r["gates"]]
+        results = _validate_slots(state, rubric, output)
+        if not _assignment_intact(current):
+            # What the reviewers read is not what the helper wrote: no reply
+            # of this round can count, standing ones included.
+            results = [
+                ValidationResult(False, ("the assignment file was changed after the round opened",))
+                for _ in slot_labels
+            ]
+        core = gate(results, slot_labels, output=output, expected=state["reviewers"])
+
+        new_costs = [
+            as_number((current["slots"][label] or {}).get("cost_usd"))
+            for label in slot_labels
+            if label not in standing
+        ]
+        so_far = logged_cost(runlog.read(state["log"]).records, run_id)
+        fresh = [c for c in new_costs if c is not None]
+        cost = None if so_far is None and not fresh else (so_far or 0.0) + sum(fresh)
+        earlier = [
+            _merged_from_json(r["gates"][-1]["issues"]) for r in state["rounds"][:-1] if r["gates"]
+        ]
         decision = decide(
             core.next,
             round_number=current["round"],
@@ -577,40 +914,64 @@ def gate_run(
             earlier_flags=earlier,
             current_flags=core.issues,
             rereviews=current["rereviews"],
-            cost_usd=_cost_so_far(state),
+            cost_usd=cost,
             budget_usd=state.get("budget_usd"),
         )
-        for label, outcome in zip(slot_labels, core.reviews, strict=True):
-            if current["slots"][label] is not None:
-                current["slots"][label]["gated_valid"] = outcome.valid
+        if decision.next == "ship" and (
+            core.verdict != "NICE"
+            or len(core.reviews) != state["reviewers"]
+            or not all(o.valid and o.verdict == "PASS" for o in core.reviews)
+        ):
+            raise RuntimeError("the gate said ship without a valid PASS from every reviewer")
 
-        extra: dict[str, Any] = {"run_id": run_id, "round": current["round"]}
+        current["open"] = False
+        for outcome in core.reviews:
+            slot = current["slots"][outcome.label]
+            if slot is not None:
+                slot["gated_valid"] = outcome.valid
+                slot["gated_verdict"] = outcome.verdict
+        reasons = list(core.reasons) + list(decision.reasons)
         record = {
             "round": current["round"],
             "verdict": core.verdict,
             "next": decision.next,
             "issues": [i.to_json() for i in core.issues],
             "agreement": core.agreement,
-            "reasons": list(core.reasons) + list(decision.reasons),
+            "reasons": reasons,
             "ts": _now(),
         }
         current["gates"].append(record)
-        state["last_gate"] = {"round": current["round"], "verdict": core.verdict, "next": decision.next}
+        state["last_gate"] = {
+            "round": current["round"],
+            "verdict": core.verdict,
+            "next": decision.next,
+        }
 
-        for label, outcome in zip(slot_labels, core.reviews, strict=True):
+        for outcome in core.reviews:
             review = outcome.review
-            slot = current["slots"][label] or {}
+            slot = current["slots"][outcome.label] or {}
+            extra: dict[str, Any] = {}
+            if outcome.label in standing:
+                extra["standing"] = True
+            else:
+                for key in ("tokens", "cost_usd"):
+                    if slot.get(key) is not None:
+                        extra[key] = slot[key]
             _log(
                 state,
                 "review",
                 current["round"],
-                label=label,
+                label=outcome.label,
                 valid=outcome.valid,
                 verdict=outcome.verdict,
                 errors=list(outcome.errors),
-                checks=[{"criterion": c.criterion, "result": c.result} for c in review.checks] if review else [],
+                checks=[{"criterion": c.criterion, "result": c.result} for c in review.checks]
+                if review
+                else [],
                 issues=[i.to_json() for i in review.critical_issues] if review else [],
                 agent_id=slot.get("agent_id"),
+                rereview=current["rereviews"],
+                **extra,
             )
         _log(
             state,
@@ -622,35 +983,26 @@ def gate_run(
             agreement=core.agreement,
             reviewers=slot_labels,
             valid_reviewers=[o.label for o in core.reviews if o.valid],
-            reasons=record["reasons"],
+            reasons=reasons,
+            rereview=current["rereviews"],
         )
 
+        result_extra: dict[str, Any] = {"run_id": run_id, "round": current["round"]}
         if decision.next == "fix":
-            target_name = state["target"].get("path") or f"the working tree (diff against {state['target']['rev']})"
-            body = texts.fixer_assignment(
-                run_id=run_id,
-                round_number=current["round"],
-                target=target_name,
-                output=output,
-                flags=core.issues,
-                boundary=texts.boundary_for(output, *(i.issue + (i.quote or "") + (i.missing or "") for i in core.issues)),
-            )
-            path = folder / f"round-{current['round']}" / "fixer-assignment.md"
-            path.write_text(body, encoding="utf-8")
-            instruction = texts.fixer_instruction(str(path), run_id, current["round"], target_name)
-            state["fixer"] = {"round": current["round"], "instruction": instruction, "assignment": str(path)}
-            extra["fixer_instruction"] = instruction
-            extra["fixer_assignment"] = str(path)
-        if decision.next == "escalate":
+            result_extra.update(_write_fixer(state, output, core.issues))
+        elif decision.next == "rereview":
+            result_extra["next_step"] = f"santa round start --run {run_id}"
+        elif decision.next == "ship":
+            result_extra["next_step"] = f"santa log ship --run {run_id}"
+        elif decision.next == "escalate":
             state["status"] = "escalated"
+            state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
             _log(state, "escalate", current["round"], reason="; ".join(decision.reasons))
-        if decision.next == "ship":
-            extra["ship"] = f"santa log ship --run {run_id}"
 
     if decision.next == "escalate":
         from santa_method.state.report import write_report
 
-        extra["report"] = str(write_report(run_id))
+        result_extra["report"] = str(write_report(run_id))
     return GateResult(
         core.verdict,
         decision.next,
@@ -658,9 +1010,44 @@ def gate_run(
         core.issues,
         core.suggestions,
         core.agreement,
-        core.reasons + decision.reasons,
-        extra,
+        tuple(reasons),
+        result_extra,
     )
+
+
+def _write_fixer(
+    state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
+) -> dict[str, Any]:
+    current = state["rounds"][-1]
+    run_id = state["id"]
+    name = (
+        state["target"]["path"]
+        if state["target"]["kind"] == "file"
+        else f"the working tree (diff against {state['target']['rev']})"
+    )
+    body = texts.fixer_assignment(
+        run_id=run_id,
+        round_number=current["round"],
+        target=name,
+        output=output,
+        flags=flags,
+        boundary=texts.boundary_for(
+            output, *(i.issue + (i.quote or "") + (i.missing or "") for i in flags)
+        ),
+    )
+    path = run_dir(run_id) / f"round-{current['round']}" / "fixer-assignment.md"
+    path.write_text(body, encoding="utf-8")
+    instruction = texts.fixer_instruction(str(path), run_id, current["round"], name)
+    state["fixer"] = {
+        "round": current["round"],
+        "instruction": instruction,
+        "assignment": str(path),
+    }
+    return {
+        "fixer_instruction": instruction,
+        "fixer_assignment": str(path),
+        "next_step": f"santa log fix --run {run_id}, then santa round start --run {run_id}",
+    }
 
 
 # --- logged events --------------------------------------------------------
@@ -668,43 +1055,107 @@ def gate_run(
 LOGGABLE = ("fix", "ship", "escalate", "escape", "waive", "generate")
 
 
-def log_event(run_id: str, event: str, *, iteration: Any = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
+def _round_iteration(event: str, iteration: Any, current: int) -> int:
+    if iteration is None:
+        return current
+    if iteration != current:
+        raise InputError(f"a {event} belongs to the current round ({current}), not {iteration!r}")
+    return current
+
+
+def _check_ship(state: dict[str, Any]) -> None:
+    """Ship only what a NICE gate saw: every expected slot a valid PASS, and
+    the target still the content that was reviewed."""
+    run_id = state["id"]
+    current = state["rounds"][-1]
+    last = state["last_gate"]
+    if not last or last["round"] != current["round"] or last["verdict"] != "NICE":
+        said = f"said {last['verdict']} (next: {last['next']})" if last else "never happened"
+        raise RefusedError(f"run {run_id} cannot ship: its last gate {said}, not NICE")
+    slots = list(current["slots"].values())
+    if len(slots) != state["reviewers"] or not all(
+        s and s.get("gated_valid") is True and s.get("gated_verdict") == "PASS" for s in slots
+    ):
+        raise RefusedError(
+            f"run {run_id} cannot ship: not every expected reviewer gave a valid PASS"
+        )
+    try:
+        now = read_target(state["target"])
+    except InputError as exc:
+        raise RefusedError(f"run {run_id} cannot ship: {exc}") from None
+    if sha256(now) != current["output_sha256"]:
+        raise RefusedError(
+            f"run {run_id} cannot ship: {target_name(state['target'])} changed after round "
+            f"{current['round']} was reviewed; what ships must be what was reviewed "
+            "(restore it, or verify the new content in a new run)"
+        )
+
+
+def log_event(
+    run_id: str,
+    event: str,
+    *,
+    iteration: Any = None,
+    data: dict[str, Any] | None = None,
+    log_path: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """Record a person's or the loop's event, refusing what the state forbids."""
     data = dict(data or {})
     if event not in LOGGABLE:
         raise InputError(f"'{event}' cannot be logged by hand; use one of {', '.join(LOGGABLE)}")
     for reserved in ("run_id", "event", "iteration", "ts"):
         data.pop(reserved, None)
-    if event == "escape":
-        return _log_escape(run_id, iteration, data)
+    if event == "waive" and (
+        not (data.get("key") or data.get("issue")) or not str(data.get("reason") or "").strip()
+    ):
+        raise InputError('a waive needs --data \'{"key": "<flag key>", "reason": "why"}\'')
+    if event == "escape" and not str(data.get("description") or "").strip():
+        raise InputError('an escape needs --data \'{"description": "what escaped"}\'')
+    if not (run_dir(run_id) / "state.json").exists():
+        return _log_without_state(run_id, event, iteration, data, log_path)
     report_needed = False
     with _locked(run_id) as state:
+        _check_log_path(state, log_path)
         current = state["rounds"][-1]
         last = state["last_gate"]
-        if event == "generate":
-            pass
+        if event == "escape":
+            if state["status"] != "shipped":
+                raise RefusedError(f"run {run_id} never shipped, so nothing escaped from it")
         elif event == "waive":
-            if not (data.get("key") or data.get("issue")) or not data.get("reason"):
-                raise InputError('a waive needs --data \'{"key": "...", "reason": "..."}\'')
-        else:
-            _require_open(state)
+            iteration = current["round"] if iteration is None else iteration
+        elif event in ("ship", "fix", "escalate"):
+            if state["status"] != "open":
+                raise RefusedError(f"run {run_id} is {state['status']}; it cannot {event} now")
+            iteration = _round_iteration(event, iteration, current["round"])
             if event == "ship":
-                if not last or last["round"] != current["round"] or last["verdict"] != "NICE":
-                    raise RefusedError(f"run {run_id} cannot ship: its last gate did not say NICE")
+                _check_ship(state)
                 state["status"] = "shipped"
             elif event == "fix":
-                if not last or last["round"] != current["round"] or last["next"] != "fix":
-                    raise RefusedError(f"run {run_id} has no fix pending: its last gate did not say fix")
+                if (
+                    current["open"]
+                    or not last
+                    or last["round"] != current["round"]
+                    or last["next"] != "fix"
+                ):
+                    said = f"said '{last['next']}'" if last else "never happened"
+                    raise RefusedError(
+                        f"run {run_id} has no fix pending: its last gate {said}, not 'fix'"
+                    )
+                if any(f["after_round"] == current["round"] for f in state["fixes"]):
+                    raise RefusedError(
+                        f"a fix is already logged after round {current['round']}; "
+                        f"open the next round with 'santa round start --run {run_id}'"
+                    )
                 state["fixes"].append({"after_round": current["round"], "ts": _now()})
                 state["fixer"] = None
-            elif event == "escalate":
+            else:
+                data["reason"] = str(data.get("reason") or "escalated by hand")
                 state["status"] = "escalated"
-                data.setdefault("reason", "escalated by hand")
+                state["escalation"] = {"round": current["round"], "reasons": [data["reason"]]}
                 report_needed = True
-        if iteration is None and event in ("fix", "ship", "escalate", "waive"):
-            iteration = current["round"]
-        record = {"run_id": run_id, "event": event, "iteration": iteration, **data}
-        written = runlog.append(state["log"], record)
+        written = runlog.append(
+            state["log"], {"run_id": run_id, "event": event, "iteration": iteration, **data}
+        )
     if report_needed:
         from santa_method.state.report import write_report
 
@@ -712,19 +1163,27 @@ def log_event(run_id: str, event: str, *, iteration: Any = None, data: dict[str,
     return written
 
 
-def _log_escape(run_id: str, iteration: Any, data: dict[str, Any]) -> dict[str, Any]:
-    if not data.get("description"):
-        raise InputError('an escape needs --data \'{"description": "what escaped"}\'')
-    log_path: str | None = None
-    with contextlib.suppress(InputError):
-        log_path = load(run_id)["log"]
-    path = log_path or str(default_log_path())
-    shipped = any(
-        r.get("run_id") == run_id and r.get("event") == "ship" for r in runlog.read(path).records
-    )
-    if not shipped:
+def _log_without_state(
+    run_id: str,
+    event: str,
+    iteration: Any,
+    data: dict[str, Any],
+    log_path: str | os.PathLike[str] | None,
+) -> dict[str, Any]:
+    """Events a person may file long after the run folder is gone (it is
+    git-ignored; the log may be committed): escape, waive, generate."""
+    path = Path(log_path) if log_path else default_log_path()
+    if event not in ("escape", "waive", "generate"):
+        raise InputError(f"no run '{run_id}' under {runs_dir()}")
+    records = [r for r in runlog.read(path).records if r.get("run_id") == run_id]
+    if not any(r.get("event") == "run" for r in records):
+        raise InputError(f"no run '{run_id}' in the log {path}")
+    if event == "escape" and not any(r.get("event") == "ship" for r in records):
         raise RefusedError(f"run {run_id} never shipped, so nothing escaped from it")
-    return runlog.append(path, {"run_id": run_id, "event": "escape", "iteration": iteration, **data})
+    return runlog.append(path, {"run_id": run_id, "event": event, "iteration": iteration, **data})
+
+
+# --- looking at runs --------------------------------------------------------
 
 
 def list_run_ids() -> list[str]:
@@ -732,3 +1191,41 @@ def list_run_ids() -> list[str]:
     if not base.is_dir():
         return []
     return sorted(p.name for p in base.iterdir() if (p / "state.json").exists())
+
+
+def describe(run_id: str) -> dict[str, Any]:
+    """Where a run stands and the one command that moves it on (for a session
+    that lost track of its run, e.g. after context compaction)."""
+    state = load(run_id)
+    current = state["rounds"][-1]
+    last = state["last_gate"]
+    filled = [label for label, slot in current["slots"].items() if slot is not None]
+    empty = [label for label, slot in current["slots"].items() if slot is None]
+    if state["status"] != "open":
+        step = None
+    elif current["open"]:
+        step = f"santa gate --run {run_id}"
+    elif last and last["next"] == "fix":
+        fixed = any(f["after_round"] == current["round"] for f in state["fixes"])
+        step = f"santa round start --run {run_id}" if fixed else f"santa log fix --run {run_id}"
+    elif last and last["next"] == "rereview":
+        step = f"santa round start --run {run_id}"
+    elif last and last["next"] == "ship":
+        step = f"santa log ship --run {run_id}"
+    else:
+        step = None
+    return {
+        "run_id": run_id,
+        "status": state["status"],
+        "target": target_name(state["target"]),
+        "source": state["source"],
+        "round": current["round"],
+        "round_open": current["open"],
+        "rereviews": current["rereviews"],
+        "filled_slots": filled,
+        "open_slots": empty if current["open"] else [],
+        "last_gate": last,
+        "instruction": current["instruction"] if current["open"] else None,
+        "fixer_instruction": (state.get("fixer") or {}).get("instruction"),
+        "next_step": step,
+    }
