@@ -1,1 +1,12 @@
-"""The Python face: the loop driven through model backends."""
+"""The headless face: `verify()` in Python and `santa run` on the command line.
+
+from santa_method.headless import verify_sync
+result = verify_sync("What the output must do.", Path("README.md"), backend="anthropic")
+print(result.verdict, result.rounds, result.cost_usd, result.report)
+"""
+
+from __future__ import annotations
+
+from santa_method.headless.api import VerifyResult, verify, verify_sync
+
+__all__ = ["VerifyResult", "verify", "verify_sync"]

@@ -1,0 +1,206 @@
+"""`santa run`: verify a file headlessly, reviewers and fixer driven by a model backend."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from santa_method.cli._io import print_json, read_text
+from santa_method.core.errors import InputError
+
+DESCRIPTION = """\
+Verify FILE against a spec without Claude Code in the loop: independent
+reviewers (concurrent, each a fresh session) review it against the rubric,
+the gate decides by code, a fixer changes only what was flagged in a
+working copy, and fresh reviewers review again, up to --max-fixes; then the
+run ships (NICE) or is escalated with a report. Same run state, log and
+reports as inside Claude Code.
+
+Backends and credentials:
+  --backend anthropic  the Messages API; needs ANTHROPIC_API_KEY
+                       (pip install 'santa-method[anthropic]')
+  --backend claude     Claude Code through claude-agent-sdk; uses your
+                       Claude Code login (pip install 'santa-method[claude]');
+                       reviewers may read (never change) the project's files
+
+Exit codes: 0 NICE (shipped), 1 escalated or pre-check failed, 2 bad input,
+3 the backend failed (no credentials, auth refused, overloaded, timed out).
+The live view goes to stderr, the result to stdout (--json for machines).
+Defaults come from .santa/config.yaml, flags override them.
+"""
+
+EXAMPLES = """\
+examples:
+  santa run --against README.md --spec-text "Has Install, Usage and License sections"
+  santa run --against out.md --spec spec.md --models opus,sonnet --max-cost-usd 0.50 --json
+  santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "run",
+        help="verify a file end to end with a model backend (CI, scripts)",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--against", metavar="FILE", required=True, help="the output under review")
+    spec = p.add_mutually_exclusive_group(required=True)
+    spec.add_argument("--spec", metavar="FILE", help="what the output must do ('-' for stdin)")
+    spec.add_argument("--spec-text", metavar="TEXT", help="the spec as text")
+    p.add_argument(
+        "--rubric", metavar="R", help="rubric name, a+b, or path (default: config, else base)"
+    )
+    p.add_argument(
+        "--backend",
+        choices=("anthropic", "claude"),
+        default=None,
+        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
+    )
+    p.add_argument(
+        "--reviewers", type=int, metavar="N", help="independent reviewers, at least 2 (default 2)"
+    )
+    p.add_argument(
+        "--models",
+        metavar="M1,M2",
+        help="model per reviewer, in order, repeating (aliases opus, sonnet, haiku or API ids); "
+        "the first also fixes",
+    )
+    p.add_argument("--max-fixes", type=int, metavar="N", help="fix rounds allowed (default 3)")
+    p.add_argument(
+        "--max-cost-usd",
+        type=float,
+        metavar="X",
+        help="escalate instead of starting a fix and round the budget cannot pay for",
+    )
+    p.add_argument(
+        "--timeout", type=float, metavar="S", help="seconds per model call (default: none)"
+    )
+    p.add_argument(
+        "--cache-warm",
+        action="store_true",
+        help="start the other reviewers once the first one's answer begins (prompt-cache reads)",
+    )
+    p.add_argument(
+        "--pre-check", metavar="CMD", help="deterministic check that must pass before any reviewer"
+    )
+    p.add_argument(
+        "--in-place",
+        action="store_true",
+        help="let the fixer edit FILE itself (default: a working copy)",
+    )
+    p.add_argument("--log", metavar="PATH", help="the iteration log (default .santa/log.jsonl)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--quiet", action="store_true", help="no live view on stderr")
+    p.set_defaults(func=run)
+
+
+class _LiveView:
+    """Rounds and reviewers as they happen, on stderr (people watch CI logs)."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True, highlight=False, quiet=quiet)
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        say = self.console.print
+        if kind == "run_start":
+            say(
+                f"[bold]run {data['run_id']}[/]: {data['reviewers']} reviewers, backend {data['backend']}"
+            )
+        elif kind == "round_start":
+            what = "re-review of round" if data.get("rereview") else "round"
+            say(f"{what} {data['round']}: reviewers {', '.join(data['reviewers'])} ...")
+        elif kind == "reviewer_reask":
+            say(f"  reviewer {data['label']}: handed back ({len(data['errors'])} problem(s))")
+        elif kind == "reviewer_done":
+            verdict = data["verdict"] if data["valid"] else "invalid"
+            color = {"PASS": "green", "FAIL": "red"}.get(verdict, "yellow")
+            cost = f", ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
+            say(
+                f"  reviewer {data['label']} ({data.get('model') or 'default model'}): [{color}]{verdict}[/]{cost}"
+            )
+        elif kind == "gate":
+            color = "green" if data["verdict"] == "NICE" else "red"
+            say(
+                f"  gate: [{color}]{data['verdict']}[/] -> {data['next']} ({len(data['issues'])} issue(s))"
+            )
+        elif kind == "fix_start":
+            say(f"  fixer: {data['flags']} flag(s) ...")
+        elif kind == "fix_done":
+            say("  fixer: done")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from santa_method.headless.loop import verify_sync
+    from santa_method.state.config import load_config
+    from santa_method.state.paths import project_root
+
+    path = Path(args.against)
+    if not path.is_file():
+        raise InputError(f"cannot read output '{args.against}': no such file")
+    spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
+    config = load_config(project_root())
+    models = None
+    if args.models is not None:
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        if not models:
+            raise InputError("--models needs at least one model name")
+    elif isinstance(config.models, tuple):
+        models = list(config.models)
+    if args.max_cost_usd is not None and args.max_cost_usd <= 0:
+        raise InputError("--max-cost-usd must be positive")
+    if args.timeout is not None and args.timeout <= 0:
+        raise InputError("--timeout must be positive")
+    view = _LiveView(args.quiet)
+    result = verify_sync(
+        spec,
+        path,
+        rubric=args.rubric or config.rubric,
+        reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+        models=models,
+        backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+        max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
+        max_cost_usd=args.max_cost_usd if args.max_cost_usd is not None else config.budget_usd,
+        timeout=args.timeout,
+        cache_warm=args.cache_warm,
+        pre_check=args.pre_check if args.pre_check is not None else config.pre_check,
+        in_place=args.in_place,
+        log=args.log or os.environ.get("SANTA_LOG") or (str(config.log) if config.log else None),
+        on_event=view,
+    )
+    if args.json:
+        print_json(result.to_json())
+    else:
+        _print_readable(result)
+    return 0 if result.verdict == "NICE" else 1
+
+
+def _print_readable(result: Any) -> None:
+    out = sys.stdout
+    cost = f"${result.cost_usd:.4f}" if result.cost_usd is not None else "unknown cost"
+    out.write(
+        f"{result.verdict}: run {result.run_id}, {result.rounds} round(s), "
+        f"{result.tokens.total} tokens, {cost}\n"
+    )
+    for issue in result.issues:
+        evidence = issue.get("quote") or issue.get("missing") or ""
+        out.write(
+            f"- [{issue['criterion']}] {issue['issue']}"
+            + (f" ({evidence})" if evidence else "")
+            + "\n"
+        )
+    for reason in result.reasons:
+        out.write(f"reason: {reason}\n")
+    if result.verdict == "NICE":
+        out.write(f"verified output: {result.output_path}\n")
+    if result.report:
+        out.write(f"report: {result.report}\n")
+    for warning in result.warnings:
+        out.write(f"warning: {warning}\n")

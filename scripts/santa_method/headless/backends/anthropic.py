@@ -1,0 +1,256 @@
+"""The `anthropic` backend: the Messages API with an API key (extra `[anthropic]`).
+
+Why it looks like this: the prefix shared by every reviewer and round
+(instructions, rubric, spec) goes first, in the system prompt, byte for
+byte and marked for prompt caching; the output and the canary come last in
+the user turn, so a cache hit covers everything but what changed. Replies
+are constrained to the strict review schema (`output_config`) and are still
+validated with the tolerant one by the loop. Calls are streamed so a large
+`max_tokens` is accepted and so `on_started` can fire when the answer
+begins (--cache-warm). 429/529/5xx are retried by the SDK (`max_retries`,
+honouring `retry-after`); 401 is not, and surfaces at once as BackendError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import Any
+
+from santa_method.core.errors import BackendError
+from santa_method.headless.backends import prices
+from santa_method.headless.backends.base import (
+    FixReply,
+    FixRequest,
+    ReviewReply,
+    ReviewRequest,
+    Tokens,
+)
+
+REVIEWER_SYSTEM = (
+    "You are a santa-method reviewer: independent, context-isolated, judging one output "
+    "against a rubric. The assignment follows."
+)
+FIXER_SYSTEM = (
+    "You are the santa-method fixer. Follow the fix assignment exactly and return the whole "
+    "corrected output."
+)
+FIX_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "output": {
+            "type": "string",
+            "description": "The complete corrected output, every line, not a diff.",
+        },
+        "report": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "One line per flag: 'N. fixed: ...' or 'N. not an issue: ...'.",
+        },
+    },
+    "required": ["output", "report"],
+    "additionalProperties": False,
+}
+FIX_TAIL = (
+    '\n\nReply with a JSON object: "output" holds the complete corrected output (the whole '
+    'text, not a diff), "report" one line per flag.'
+)
+CACHE = {"type": "ephemeral"}
+
+
+def _tokens(usage: Any) -> Tokens:
+    if usage is None:
+        return Tokens()
+    return Tokens(
+        input=int(getattr(usage, "input_tokens", 0) or 0),
+        output=int(getattr(usage, "output_tokens", 0) or 0),
+        cache_read=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+        cache_write=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+    )
+
+
+def _text(message: Any) -> str:
+    return "".join(
+        getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
+    )
+
+
+class AnthropicBackend:
+    """Reviewer and fixer through `AsyncAnthropic` (key from ANTHROPIC_API_KEY)."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        max_tokens: int = 16000,
+        fix_max_tokens: int = 32000,
+        client: Any = None,
+    ) -> None:
+        self._api_key = api_key
+        self._base_url = base_url
+        self.max_retries = max_retries
+        self.max_tokens = max_tokens
+        self.fix_max_tokens = fix_max_tokens
+        self._client = client
+        self._own_client = client is None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if client is None and not (
+            api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        ):
+            raise BackendError("no credentials for the anthropic backend: set ANTHROPIC_API_KEY")
+
+    def _client_for(self, timeout: float | None) -> Any:
+        try:
+            import anthropic
+        except ImportError:
+            raise BackendError(
+                "the anthropic backend needs the anthropic package: pip install 'santa-method[anthropic]'"
+            ) from None
+        # An AsyncAnthropic client is bound to the event loop it first ran on;
+        # verify_sync() runs a new loop per call, so a backend reused across
+        # calls needs a client per loop (a stale one fails and is retried).
+        loop = asyncio.get_running_loop()
+        if self._own_client and self._loop is not loop:
+            self._client, self._loop = None, loop
+        if self._client is None:
+            try:
+                self._client = anthropic.AsyncAnthropic(
+                    api_key=self._api_key,
+                    base_url=self._base_url,
+                    max_retries=self.max_retries,
+                )
+            except anthropic.AnthropicError:
+                raise BackendError(
+                    "no credentials for the anthropic backend: set ANTHROPIC_API_KEY"
+                ) from None
+        return self._client.with_options(timeout=timeout) if timeout else self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this backend opened (the loop calls it at the end of a run)."""
+        if self._own_client and self._client is not None:
+            client, self._client, self._loop = self._client, None, None
+            await client.close()
+
+    async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
+        import anthropic
+
+        client = self._client_for(timeout)
+        try:
+            async with client.messages.stream(**params) as stream:
+                started = False
+                async for _event in stream:
+                    if not started:
+                        started = True
+                        if request is not None and request.on_started is not None:
+                            request.on_started()
+                return await stream.get_final_message()
+        except anthropic.AuthenticationError:
+            raise BackendError(
+                "the Anthropic API refused the credentials (401): check ANTHROPIC_API_KEY"
+            ) from None
+        except anthropic.PermissionDeniedError as exc:
+            raise BackendError(f"the Anthropic API denied the request (403): {_msg(exc)}") from None
+        except anthropic.RateLimitError:
+            raise BackendError(
+                f"the Anthropic API is rate limiting (429) after {self.max_retries} retries"
+            ) from None
+        except anthropic.OverloadedError:
+            raise BackendError(
+                f"the Anthropic API is overloaded (529) after {self.max_retries} retries"
+            ) from None
+        except anthropic.APITimeoutError:
+            raise BackendError(
+                f"the Anthropic API timed out (after {timeout or 'the default'}s per call)"
+            ) from None
+        except anthropic.APIConnectionError:
+            raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
+        except anthropic.APIStatusError as exc:
+            raise BackendError(
+                f"the Anthropic API failed ({exc.status_code}): {_msg(exc)}"
+            ) from None
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        model = prices.model_id(request.model)
+        messages: list[dict[str, Any]] = [
+            {"role": "user", "content": [{"type": "text", "text": request.round_part}]}
+        ]
+        for turn in request.followups:
+            messages.append(
+                {"role": "assistant", "content": [{"type": "text", "text": turn.reply}]}
+            )
+            messages.append({"role": "user", "content": [{"type": "text", "text": turn.feedback}]})
+        params = {
+            "model": model,
+            "max_tokens": self.max_tokens,
+            "system": [
+                {"type": "text", "text": REVIEWER_SYSTEM},
+                {"type": "text", "text": request.prefix, "cache_control": CACHE},
+            ],
+            "messages": messages,
+            "output_config": {"format": {"type": "json_schema", "schema": request.schema}},
+        }
+        message = await self._call(params, request.timeout, request)
+        tokens = _tokens(message.usage)
+        text = _text(message)
+        failure = None
+        if message.stop_reason == "max_tokens":
+            failure = f"the reply was cut off at max_tokens ({self.max_tokens})"
+        elif message.stop_reason == "refusal":
+            failure = "the model refused to review"
+        return ReviewReply(
+            text=text,
+            tokens=tokens,
+            cost_usd=prices.cost(message.model or model, tokens),
+            model=message.model or model,
+            failure=failure,
+        )
+
+    async def fix(self, request: FixRequest) -> FixReply:
+        model = prices.model_id(request.model)
+        params = {
+            "model": model,
+            "max_tokens": self.fix_max_tokens,
+            "system": [{"type": "text", "text": FIXER_SYSTEM}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": request.assignment + FIX_TAIL}],
+                }
+            ],
+            "output_config": {"format": {"type": "json_schema", "schema": FIX_SCHEMA}},
+        }
+        message = await self._call(params, request.timeout, None)
+        tokens = _tokens(message.usage)
+        if message.stop_reason == "max_tokens":
+            raise BackendError(
+                f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})"
+            )
+        try:
+            data = json.loads(_text(message))
+            output = data["output"]
+            report = data.get("report") or []
+            if not isinstance(output, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            raise BackendError("the fixer did not return the corrected output as JSON") from None
+        return FixReply(
+            output=output,
+            notes="\n".join(str(line) for line in report),
+            tokens=tokens,
+            cost_usd=prices.cost(message.model or model, tokens),
+            model=message.model or model,
+        )
+
+
+def _msg(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])
+    return str(getattr(exc, "message", exc))

@@ -1,0 +1,226 @@
+"""The `claude` backend: Claude Code through claude-agent-sdk (extra `[claude]`).
+
+Why it looks like this: one `query()` per reviewer is one CLI process with
+its own fresh session (`setting_sources=[]`: no user or project settings,
+no memory of other reviewers), so reviewers are isolated by construction
+and run concurrently. Reviewers get read-only tools (Read, Grep, Glob, set
+as both the offered and the auto-approved tools, `dontAsk` for the rest)
+so they can check claims against the project's files. The review comes
+back through structured output (`ResultMessage.structured_output`); a run
+that ends without it is a failed review. It uses the user's Claude Code
+login; the cost is the CLI's own list-price estimate (`total_cost_usd`).
+A follow-up (a reply handed back with its errors) resumes the same session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from santa_method.core.errors import BackendError
+from santa_method.headless.backends.base import (
+    FixReply,
+    FixRequest,
+    ReviewReply,
+    ReviewRequest,
+    Tokens,
+)
+
+REVIEWER_SYSTEM = (
+    "You are a santa-method reviewer: independent and context-isolated. You may read the "
+    "project's files to check claims, but never change anything. Your final answer is the "
+    "review object, given through the structured output tool."
+)
+FIXER_SYSTEM = (
+    "You are the santa-method fixer. Edit only the file named in the task, only to resolve "
+    "the flags listed, then end with one line per flag."
+)
+READ_ONLY = ["Read", "Grep", "Glob"]
+EDIT = ["Read", "Grep", "Glob", "Edit", "Write"]
+
+
+def _sdk() -> Any:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        raise BackendError(
+            "the claude backend needs claude-agent-sdk: pip install 'santa-method[claude]'"
+        ) from None
+    return claude_agent_sdk
+
+
+def _tokens(result: Any) -> Tokens:
+    usage_by_model = getattr(result, "model_usage", None) or {}
+    if usage_by_model:
+        total = Tokens()
+        for usage in usage_by_model.values():
+            get = usage.get if isinstance(usage, Mapping) else lambda k, u=usage: getattr(u, k, 0)
+            total = total + Tokens(
+                int(get("inputTokens") or 0),
+                int(get("outputTokens") or 0),
+                int(get("cacheReadInputTokens") or 0),
+                int(get("cacheCreationInputTokens") or 0),
+            )
+        return total
+    usage = getattr(result, "usage", None) or {}
+    return Tokens(
+        int(usage.get("input_tokens") or 0),
+        int(usage.get("output_tokens") or 0),
+        int(usage.get("cache_read_input_tokens") or 0),
+        int(usage.get("cache_creation_input_tokens") or 0),
+    )
+
+
+def _model(result: Any, fallback: str | None) -> str | None:
+    usage_by_model = getattr(result, "model_usage", None) or {}
+    return next(iter(usage_by_model), fallback)
+
+
+def _error_sentence(status: int | None, detail: str) -> str:
+    if status == 401:
+        return "Claude Code's credentials were refused (401): run 'claude' and log in again"
+    if status == 403:
+        return "Claude Code's account may not use this model (403)"
+    if status == 429:
+        return "the Claude API is rate limiting (429) after retries"
+    if status == 529:
+        return "the Claude API is overloaded (529) after retries"
+    if status:
+        return f"the Claude API failed ({status}) after retries"
+    return f"Claude Code failed: {detail}"
+
+
+class ClaudeBackend:
+    """Reviewer and fixer through the Claude Code CLI bundled in claude-agent-sdk."""
+
+    name = "claude"
+
+    def __init__(
+        self,
+        *,
+        max_retries: int = 2,
+        env: Mapping[str, str] | None = None,
+        cli_path: str | None = None,
+        max_turns: int = 30,
+        max_budget_usd: float | None = None,
+    ) -> None:
+        self.max_retries = max_retries
+        self.env = dict(env or {})
+        self.cli_path = cli_path
+        self.max_turns = max_turns
+        self.max_budget_usd = max_budget_usd
+
+    def _env(self) -> dict[str, str]:
+        return {"CLAUDE_CODE_MAX_RETRIES": str(self.max_retries), **self.env}
+
+    async def _run(self, prompt: str, options: Any, on_started: Any = None) -> Any:
+        """The session's ResultMessage; every failure becomes one BackendError sentence."""
+        sdk = _sdk()
+        result = None
+        try:
+            async with contextlib.aclosing(sdk.query(prompt=prompt, options=options)) as messages:
+                async for message in messages:
+                    if on_started is not None and isinstance(
+                        message, sdk.StreamEvent | sdk.AssistantMessage
+                    ):
+                        on_started()
+                        on_started = None
+                    if isinstance(message, sdk.ResultMessage):
+                        result = message
+        except sdk.CLINotFoundError:
+            raise BackendError(
+                "the Claude Code CLI was not found: reinstall 'santa-method[claude]' or pass cli_path"
+            ) from None
+        except sdk.ProcessError as exc:
+            if result is not None and result.subtype == "error_max_structured_output_retries":
+                return result
+            status = getattr(exc, "api_error_status", None) or getattr(
+                result, "api_error_status", None
+            )
+            detail = getattr(exc, "subtype", None) or str(exc).splitlines()[0][:200]
+            raise BackendError(_error_sentence(status, str(detail))) from None
+        except sdk.ClaudeSDKError as exc:
+            raise BackendError(_error_sentence(None, str(exc).splitlines()[0][:200])) from None
+        if result is None:
+            raise BackendError("Claude Code ended without a result")
+        if result.is_error and result.subtype != "error_max_structured_output_retries":
+            raise BackendError(_error_sentence(result.api_error_status, result.subtype))
+        return result
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        sdk = _sdk()
+        tools = READ_ONLY if request.read_only_tools else []
+        options = sdk.ClaudeAgentOptions(
+            system_prompt=REVIEWER_SYSTEM,
+            tools=tools,
+            allowed_tools=tools,
+            permission_mode="dontAsk",
+            setting_sources=[],
+            cwd=request.project_dir,
+            model=request.model,
+            max_turns=self.max_turns,
+            max_budget_usd=self.max_budget_usd,
+            output_format={"type": "json_schema", "schema": request.schema},
+            env=self._env(),
+            cli_path=self.cli_path,
+            resume=request.session if request.followups else None,
+            # Stream events only to learn when the answer begins (--cache-warm).
+            include_partial_messages=request.on_started is not None,
+        )
+        prompt = (
+            request.followups[-1].feedback
+            if request.followups and request.session
+            else request.assignment
+        )
+        result = await self._run(prompt, options, request.on_started)
+        tokens = _tokens(result)
+        obj = result.structured_output
+        failure = None
+        if result.subtype == "error_max_structured_output_retries":
+            failure = "the reviewer's structured output never matched the review schema"
+        elif not isinstance(obj, dict):
+            failure = "the reviewer ended without a structured review (structured_output missing)"
+            obj = None
+        return ReviewReply(
+            text=result.result or "",
+            obj=obj,
+            tokens=tokens,
+            cost_usd=result.total_cost_usd,
+            model=_model(result, request.model),
+            session=result.session_id,
+            failure=failure,
+        )
+
+    async def fix(self, request: FixRequest) -> FixReply:
+        sdk = _sdk()
+        from pathlib import Path
+
+        target = Path(request.target_path)
+        options = sdk.ClaudeAgentOptions(
+            system_prompt=FIXER_SYSTEM,
+            tools=EDIT,
+            allowed_tools=EDIT,
+            permission_mode="acceptEdits",
+            setting_sources=[],
+            cwd=request.project_dir,
+            add_dirs=[str(target.parent)],
+            model=request.model,
+            max_turns=self.max_turns,
+            max_budget_usd=self.max_budget_usd,
+            env=self._env(),
+            cli_path=self.cli_path,
+        )
+        prompt = (
+            request.assignment
+            + f"\n\nThe file to edit is {target} (a working copy). Edit it in place with the "
+            "Edit or Write tool; do not print the whole output."
+        )
+        result = await self._run(prompt, options)
+        return FixReply(
+            output=None,
+            notes=result.result or "",
+            tokens=_tokens(result),
+            cost_usd=result.total_cost_usd,
+            model=_model(result, request.model),
+        )

@@ -1,0 +1,647 @@
+"""The headless loop: the run state of part 2, driven by a model backend.
+
+Why it delegates every decision: the state machine in `state/runs.py` owns
+the rounds, the gate, the caps and escalation, exactly as inside Claude
+Code, so a headless run can neither skip a step nor ship without a NICE
+gate. This module only does what a person or the orchestrating model does
+there: spawn reviewers (concurrently, each a fresh conversation), hand an
+invalid reply back to its reviewer (up to 2 times) and an unverified quote
+once, store replies, call the fixer, log the fix, open the next round.
+
+Fail-closed: a backend error or any other exception ends the run escalated
+(never shipped) and propagates; a pre-check failure raises RefusedError
+before any reviewer is spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from santa_method.core import assignment as texts
+from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
+from santa_method.core.schema import strict_schema
+from santa_method.core.types import Rubric, ValidationResult
+from santa_method.headless.backends.base import (
+    Backend,
+    FixRequest,
+    FollowUp,
+    ReviewReply,
+    ReviewRequest,
+    Tokens,
+)
+from santa_method.state import runs
+
+MAX_REASKS = 2
+EventHook = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ReviewerRecord:
+    label: str
+    model: str | None
+    valid: bool
+    verdict: str | None
+    asks: int
+    errors: tuple[str, ...]
+    tokens: Tokens
+    cost_usd: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "model": self.model,
+            "valid": self.valid,
+            "verdict": self.verdict,
+            "asks": self.asks,
+            "errors": list(self.errors),
+            "tokens": self.tokens.to_json(),
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(frozen=True)
+class RoundRecord:
+    """One gate of the run (a re-review of the same round is a new record)."""
+
+    round: int
+    verdict: str
+    next: str
+    issues: tuple[dict[str, Any], ...]
+    reviewers: tuple[ReviewerRecord, ...]
+    reasons: tuple[str, ...] = ()
+    fix: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "verdict": self.verdict,
+            "next": self.next,
+            "issues": list(self.issues),
+            "reviewers": [r.to_json() for r in self.reviewers],
+            "reasons": list(self.reasons),
+            "fix": self.fix,
+        }
+
+
+@dataclass
+class VerifyResult:
+    """What `verify` answers. `verdict` is NICE only after a NICE gate was logged as shipped."""
+
+    verdict: Literal["NICE", "ESCALATED"]
+    run_id: str
+    rounds: int
+    history: list[RoundRecord]
+    output: str
+    output_path: str
+    report: str | None
+    tokens: Tokens
+    cost_usd: float | None
+    backend: str
+    warnings: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def issues(self) -> list[dict[str, Any]]:
+        """The merged flags of the last gate (empty when NICE)."""
+        return list(self.history[-1].issues) if self.history else []
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "run_id": self.run_id,
+            "rounds": self.rounds,
+            "issues": self.issues,
+            "history": [r.to_json() for r in self.history],
+            "output_path": self.output_path,
+            "report": self.report,
+            "tokens": self.tokens.to_json(),
+            "cost_usd": self.cost_usd,
+            "backend": self.backend,
+            "warnings": self.warnings,
+            "reasons": self.reasons,
+        }
+
+
+def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
+    """A backend instance from a name (`anthropic`, `claude`) or the instance itself."""
+    if not isinstance(backend, str):
+        return backend
+    if backend == "anthropic":
+        from santa_method.headless.backends.anthropic import AnthropicBackend
+
+        return AnthropicBackend(**options)
+    if backend == "claude":
+        from santa_method.headless.backends.claude import ClaudeBackend
+
+        return ClaudeBackend(**options)
+    raise InputError(f"unknown backend '{backend}'; use 'anthropic' or 'claude'")
+
+
+def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
+    """Model per reviewer label: the list is read in order and repeats (as in the config)."""
+    if not models:
+        return {label: None for label in labels}
+    return {label: models[i % len(models)] for i, label in enumerate(labels)}
+
+
+class _Run:
+    """The mutable bookkeeping of one `verify` call."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        rubric: Rubric,
+        *,
+        models: dict[str, str | None],
+        fixer_model: str | None,
+        timeout: float | None,
+        cache_warm: bool,
+        project_dir: str,
+        on_event: EventHook | None,
+    ) -> None:
+        self.backend = backend
+        self.rubric = rubric
+        self.models = models
+        self.fixer_model = fixer_model
+        self.timeout = timeout
+        self.cache_warm = cache_warm
+        self.project_dir = project_dir
+        self.on_event = on_event
+        self.schema = strict_schema(rubric.ids)
+        self.tokens = Tokens()
+        self.cost: float | None = 0.0
+        self.unlogged_cost = 0.0
+        self.unlogged_tokens = Tokens()
+        self.history: list[RoundRecord] = []
+        self.warnings: list[str] = []
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):  # a broken live view must not break the run
+                self.on_event(kind, data)
+
+    def spend(self, tokens: Tokens, cost: float | None, *, logged: bool) -> None:
+        self.tokens = self.tokens + tokens
+        if cost is None:
+            if self.cost is not None:
+                self.warnings.append(
+                    f"the {self.backend.name} backend reported no cost for a call; "
+                    "the money budget cannot be enforced"
+                )
+            self.cost = None
+        elif self.cost is not None:
+            self.cost += cost
+        if not logged:
+            self.unlogged_tokens = self.unlogged_tokens + tokens
+            self.unlogged_cost += cost or 0.0
+
+    def take_unlogged(self) -> dict[str, Any]:
+        data = {
+            "tokens": self.unlogged_tokens.to_json()["total"],
+            "token_detail": self.unlogged_tokens.to_json(),
+        }
+        data["cost_usd"] = round(self.unlogged_cost, 8) if self.cost is not None else None
+        self.unlogged_tokens, self.unlogged_cost = Tokens(), 0.0
+        return data
+
+    async def call(self, what: str, coro: Any) -> Any:
+        """One backend call under the per-call timeout; every failure is a BackendError."""
+        try:
+            if self.timeout:
+                async with asyncio.timeout(self.timeout):
+                    return await coro
+            return await coro
+        except BackendError:
+            raise
+        except TimeoutError:
+            raise BackendError(f"{what} timed out after {self.timeout:g}s") from None
+
+    # -- reviewers ----------------------------------------------------------
+
+    def _validate(self, reply: ReviewReply, output: str, canary: str) -> ValidationResult:
+        if reply.failure:
+            return ValidationResult(False, (reply.failure,))
+        if reply.obj is not None:
+            return validate_object(reply.obj, rubric=self.rubric, output=output, canary=canary)
+        return validate_reply(reply.text, rubric=self.rubric, output=output, canary=canary)
+
+    async def review_slot(
+        self,
+        label: str,
+        *,
+        prefix: str,
+        round_part: str,
+        output: str,
+        canary: str,
+        on_started: Callable[[], None] | None,
+    ) -> tuple[str, ValidationResult, ReviewerRecord]:
+        """One reviewer, re-asked as DESIGN.md says; returns (reply text, result, record)."""
+        model = self.models.get(label)
+        followups: list[FollowUp] = []
+        session: str | None = None
+        tokens, cost = Tokens(), 0.0
+        cost_known = True
+        invalid_asks = quote_asks = 0
+        self.emit("reviewer_start", label=label, model=model)
+        while True:
+            request = ReviewRequest(
+                prefix=prefix,
+                round_part=round_part,
+                schema=self.schema,
+                model=model,
+                timeout=self.timeout,
+                project_dir=self.project_dir,
+                label=label,
+                followups=tuple(followups),
+                session=session,
+                on_started=on_started if not followups else None,
+            )
+            reply = await self.call(f"reviewer {label}", self.backend.review(request))
+            on_started = None
+            tokens = tokens + reply.tokens
+            if reply.cost_usd is None:
+                cost_known = False
+            else:
+                cost += reply.cost_usd
+            session = reply.session or session
+            text = (
+                json.dumps(reply.obj, ensure_ascii=False) if reply.obj is not None else reply.text
+            )
+            result = self._validate(reply, output, canary)
+            if reply.failure:
+                break
+            if not result.valid and invalid_asks < MAX_REASKS:
+                invalid_asks += 1
+                feedback = (
+                    "Your reply is not a valid review:\n- "
+                    + "\n- ".join(result.errors)
+                    + "\nReply again with the corrected review JSON only."
+                )
+                followups.append(FollowUp(text, feedback))
+                self.emit("reviewer_reask", label=label, errors=list(result.errors))
+                continue
+            if result.valid and result.review is not None and quote_asks < 1:
+                messages = unverified_quote_messages(result.review)
+                if messages:
+                    quote_asks += 1
+                    feedback = (
+                        "Some quotes are not in the output under review:\n- "
+                        + "\n- ".join(messages)
+                        + "\nQuote exactly or withdraw each such issue, and reply with the whole "
+                        "review JSON again."
+                    )
+                    followups.append(FollowUp(text, feedback))
+                    self.emit("reviewer_reask", label=label, errors=messages)
+                    continue
+            break
+        record = ReviewerRecord(
+            label=label,
+            model=reply.model or model,
+            valid=result.valid,
+            verdict=result.verdict if result.valid else None,
+            asks=1 + len(followups),
+            errors=result.errors,
+            tokens=tokens,
+            cost_usd=cost if cost_known else None,
+        )
+        self.emit("reviewer_done", **record.to_json())
+        return text, result, record
+
+    async def review_round(
+        self, labels: Sequence[str], prefix: str, round_part: str, output: str, canary: str
+    ) -> list[tuple[str, ValidationResult, ReviewerRecord]]:
+        """All open slots concurrently; with cache_warm the others wait for the first stream."""
+
+        async def slot(label: str, on_started: Callable[[], None] | None = None) -> Any:
+            return await self.review_slot(
+                label,
+                prefix=prefix,
+                round_part=round_part,
+                output=output,
+                canary=canary,
+                on_started=on_started,
+            )
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                if self.cache_warm and len(labels) > 1:
+                    started = asyncio.Event()
+                    first = group.create_task(slot(labels[0], started.set))
+                    waiter = asyncio.ensure_future(started.wait())
+                    await asyncio.wait({first, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    rest = [group.create_task(slot(label)) for label in labels[1:]]
+                    tasks = [first, *rest]
+                else:
+                    tasks = [group.create_task(slot(label)) for label in labels]
+        except BaseExceptionGroup as group:
+            # One failed reviewer cancels the others; surface its own error
+            # (a BackendError first) rather than the group.
+            errors = list(_leaves(group))
+            raise next((e for e in errors if isinstance(e, BackendError)), errors[0]) from None
+        return [t.result() for t in tasks]
+
+
+def _leaves(group: BaseExceptionGroup) -> Any:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
+
+
+def _working_copy(
+    santa: Path, output: str | os.PathLike[str], in_place: bool
+) -> tuple[Path, str | None]:
+    """Where the loop's fixes go: the user's file only with in_place."""
+    if isinstance(output, os.PathLike):
+        source = Path(output).resolve()
+        if not source.is_file():
+            raise InputError(f"cannot read output '{output}': no such file")
+        if in_place:
+            return source, None
+        folder = santa / "work" / secrets.token_hex(6)
+        folder.mkdir(parents=True)
+        copy = folder / source.name
+        shutil.copyfile(source, copy)
+        return copy, str(source)
+    if in_place:
+        raise InputError("in_place needs a file to edit, not output text")
+    folder = santa / "work" / secrets.token_hex(6)
+    folder.mkdir(parents=True)
+    copy = folder / "output.txt"
+    copy.write_text(output, encoding="utf-8")
+    return copy, None
+
+
+async def verify(
+    spec: str,
+    output: str | os.PathLike[str],
+    *,
+    rubric: str | Rubric = "base",
+    reviewers: int = 2,
+    models: Sequence[str] | None = None,
+    fixer_model: str | None = None,
+    backend: str | Backend = "anthropic",
+    max_fixes: int = 3,
+    max_cost_usd: float | None = None,
+    timeout: float | None = None,
+    cache_warm: bool = False,
+    pre_check: str | None = None,
+    in_place: bool = False,
+    log: str | os.PathLike[str] | None = None,
+    on_event: EventHook | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> VerifyResult:
+    """Verify `output` (text, or a file given as a Path) against `spec`.
+
+    Returns a VerifyResult whose verdict is NICE (shipped) or ESCALATED
+    (report written). Raises RefusedError when the pre-check fails (no
+    reviewer spent), InputError for bad arguments, BackendError when the
+    model backend fails (the run is escalated first, never shipped).
+    """
+    from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
+    from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
+
+    if reviewers < 2:
+        raise InputError("a run needs at least 2 reviewers")
+    if max_cost_usd is not None and max_cost_usd <= 0:
+        raise InputError("max_cost_usd must be positive")
+    if timeout is not None and timeout <= 0:
+        raise InputError("timeout must be positive")
+    root = str(Path(project_dir).resolve()) if project_dir else str(project_root())
+    resolved = (
+        rubric
+        if isinstance(rubric, Rubric)
+        else load_rubric(rubric, search_dirs=(project_rubrics_dir(),))
+    )
+    assert resolved is not None
+    impl = resolve_backend(backend)
+    labels_all = _labels(reviewers)
+    per_label = models_for(models, labels_all)
+    run = _Run(
+        impl,
+        resolved,
+        models=per_label,
+        fixer_model=fixer_model or (models[0] if models else None),
+        timeout=timeout,
+        cache_warm=cache_warm,
+        project_dir=root,
+        on_event=on_event,
+    )
+    if len(set(per_label.values())) == 1:
+        run.warnings.append(
+            "all reviewers use the same model; different models make their errors less correlated"
+        )
+    santa = ensure_santa_dir()
+    work = santa / "work"
+    work.mkdir(exist_ok=True)
+    if not (work / ".gitignore").exists():
+        (work / ".gitignore").write_text("*\n", encoding="utf-8")
+    working, original = _working_copy(santa, output, in_place)
+    opened = runs.start_run(
+        target={"kind": "file", "path": str(working)},
+        spec=spec,
+        rubric=resolved,
+        rubric_name=resolved.name,
+        rubric_markdown=render_markdown(resolved),
+        rubric_hash=rubric_hash(resolved),
+        reviewers=reviewers,
+        max_fixes=max_fixes,
+        source="api",
+        models=[per_label[label] for label in labels_all] if models else None,
+        budget_usd=max_cost_usd,
+        pre_check=pre_check,
+        log_path=log,
+        cwd=root,
+    )
+    run_id = opened.run_id
+    run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original)
+    try:
+        return await _drive(run, opened, working, max_cost_usd)
+    except BaseException as exc:
+        _escalate_quietly(run_id, f"the run stopped on an error: {exc}")
+        raise
+    finally:
+        closer = getattr(impl, "aclose", None)
+        if closer is not None:
+            with contextlib.suppress(Exception):
+                await closer()
+
+
+def _labels(n: int) -> list[str]:
+    from santa_method.core.gate import default_labels
+
+    return default_labels(n)
+
+
+def _escalate_quietly(run_id: str, reason: str) -> None:
+    with contextlib.suppress(Exception):
+        if runs.load(run_id)["status"] == "open":
+            runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
+
+
+async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | None) -> VerifyResult:
+    run_id = opened.run_id
+    rubric_md = (runs.run_dir(run_id) / "rubric.md").read_text(encoding="utf-8")
+    spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
+    last_round_cost = 0.0
+    last_fix_cost = 0.0
+    while True:
+        # The prefix is the run's shared part; it changes only if a fix put
+        # the run's fence marker into the output (runs.py then draws a new one).
+        prefix = texts.reviewer_prefix(rubric_md, spec, runs.load(run_id)["boundary"])
+        assignment = Path(opened.assignment).read_text(encoding="utf-8")
+        if not assignment.startswith(prefix):
+            raise RefusedError("the round's assignment does not start with the run's shared prefix")
+        round_part = assignment[len(prefix) :]
+        output = (Path(opened.assignment).parent / "output.txt").read_text(encoding="utf-8")
+        run.emit(
+            "round_start",
+            round=opened.round,
+            reviewers=list(opened.open_slots),
+            rereview=opened.rereview,
+        )
+        cost_before = run.cost or 0.0
+        results = await run.review_round(
+            list(opened.open_slots), prefix, round_part, output, opened.canary
+        )
+        records = []
+        for label, (text, result, record) in zip(opened.open_slots, results, strict=True):
+            runs.store_reply(
+                run_id,
+                opened.round,
+                reply=text,
+                agent_id=f"{run.backend.name}:{label}:{secrets.token_hex(4)}",
+                transcript_path="",
+                failed=not result.valid,
+                errors=result.errors,
+                tokens=record.tokens.total,
+                cost_usd=record.cost_usd,
+            )
+            run.spend(record.tokens, record.cost_usd, logged=True)
+            records.append(record)
+        last_round_cost = (run.cost or 0.0) - cost_before
+        gate = runs.gate_run(run_id)
+        record = RoundRecord(
+            round=opened.round,
+            verdict=gate.verdict,
+            next=gate.next,
+            issues=tuple(i.to_json() for i in gate.issues),
+            reviewers=tuple(records),
+            reasons=tuple(gate.reasons),
+        )
+        run.history.append(record)
+        run.emit("gate", **record.to_json())
+        if gate.next == "ship":
+            runs.log_event(
+                run_id, "ship", data={"backend": run.backend.name, **run.take_unlogged()}
+            )
+            run.emit("ship", run_id=run_id)
+            return _result(run, run_id, "NICE", working, None, [])
+        if gate.next == "escalate":
+            return _escalated(run, run_id, working, gate.extra.get("report"), list(gate.reasons))
+        if gate.next == "fix":
+            if max_cost_usd is not None and run.cost is not None:
+                needed = run.cost + last_round_cost + last_fix_cost
+                if needed > max_cost_usd:
+                    reason = (
+                        f"the budget cannot pay for another fix and round "
+                        f"(spent ${run.cost:.4f}, about ${needed - run.cost:.4f} more needed, "
+                        f"budget ${max_cost_usd:.2f})"
+                    )
+                    runs.log_event(
+                        run_id, "escalate", data={"reason": reason, **run.take_unlogged()}
+                    )
+                    return _escalated(run, run_id, working, None, [reason])
+            fixer_text = Path(gate.extra["fixer_assignment"]).read_text(encoding="utf-8")
+            run.emit("fix_start", round=opened.round, flags=len(gate.issues))
+            fix = await run.call(
+                "the fixer",
+                run.backend.fix(
+                    FixRequest(
+                        assignment=fixer_text,
+                        target_path=str(working),
+                        output=output,
+                        model=run.fixer_model,
+                        timeout=run.timeout,
+                        project_dir=run.project_dir,
+                    )
+                ),
+            )
+            if fix.output is not None:
+                working.write_text(fix.output, encoding="utf-8")
+            run.spend(fix.tokens, fix.cost_usd, logged=False)
+            last_fix_cost = fix.cost_usd or 0.0
+            data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
+            data.update(run.take_unlogged())
+            runs.log_event(run_id, "fix", data=data)
+            run.history[-1] = dataclasses.replace(
+                record,
+                fix={"notes": fix.notes, "tokens": fix.tokens.to_json(), "cost_usd": fix.cost_usd},
+            )
+            run.emit("fix_done", round=opened.round, notes=fix.notes)
+        elif (
+            max_cost_usd is not None
+            and run.cost is not None
+            and run.cost + last_round_cost > max_cost_usd
+        ):
+            reason = f"the budget cannot pay for a re-review (spent ${run.cost:.4f} of ${max_cost_usd:.2f})"
+            runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
+            return _escalated(run, run_id, working, None, [reason])
+        try:
+            opened = runs.next_round(run_id)
+        except RefusedError as exc:
+            runs.log_event(run_id, "escalate", data={"reason": str(exc), **run.take_unlogged()})
+            return _escalated(run, run_id, working, None, [str(exc)])
+
+
+def _escalated(
+    run: _Run, run_id: str, working: Path, report: str | None, reasons: list[str]
+) -> VerifyResult:
+    if report is None:
+        from santa_method.state.report import write_report
+
+        report = str(write_report(run_id))
+    run.emit("escalate", run_id=run_id, reasons=reasons, report=report)
+    return _result(run, run_id, "ESCALATED", working, report, reasons)
+
+
+def _result(
+    run: _Run,
+    run_id: str,
+    verdict: Literal["NICE", "ESCALATED"],
+    working: Path,
+    report: str | None,
+    reasons: list[str],
+) -> VerifyResult:
+    return VerifyResult(
+        verdict=verdict,
+        run_id=run_id,
+        rounds=len({r.round for r in run.history}),
+        history=run.history,
+        output=working.read_text(encoding="utf-8"),
+        output_path=str(working),
+        report=report,
+        tokens=run.tokens,
+        cost_usd=round(run.cost, 8) if run.cost is not None else None,
+        backend=run.backend.name,
+        warnings=list(dict.fromkeys(run.warnings)),
+        reasons=reasons,
+    )
+
+
+def verify_sync(*args: Any, **kwargs: Any) -> VerifyResult:
+    """`verify` for synchronous callers (not from inside a running event loop)."""
+    return asyncio.run(verify(*args, **kwargs))

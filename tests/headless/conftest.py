@@ -1,0 +1,84 @@
+"""Fixtures for the headless loop: an isolated project and review builders.
+
+Why builders take the request body: the canary is drawn per round, so a
+scripted reviewer must read it from the assignment it was sent, exactly
+as a real reviewer does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.stub_server import Json, first_user_text
+
+CRITERIA = (
+    "factual-accuracy",
+    "no-hallucination",
+    "completeness",
+    "compliance",
+    "internal-consistency",
+    "technical-correctness",
+)
+_CANARY = re.compile(r"santa-canary: ([0-9a-f]+)\s*$")
+
+
+def canary_of(body: dict[str, Any]) -> str:
+    match = _CANARY.search(first_user_text(body))
+    assert match, "the reviewer's first message must end with the canary line"
+    return match.group(1)
+
+
+def passing(body: dict[str, Any], note: str = "") -> dict[str, Any]:
+    return {
+        "verdict": "PASS",
+        "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in CRITERIA],
+        "critical_issues": [],
+        "suggestions": [note] if note else [],
+        "canary": canary_of(body),
+    }
+
+
+def failing(body: dict[str, Any], quote: str, note: str = "") -> dict[str, Any]:
+    checks = [
+        {"criterion": c, "result": "FAIL" if c == "factual-accuracy" else "PASS", "detail": "x"}
+        for c in CRITERIA
+    ]
+    return {
+        "verdict": "FAIL",
+        "checks": checks,
+        "critical_issues": [
+            {"criterion": "factual-accuracy", "issue": "the year is wrong", "quote": quote}
+        ],
+        "suggestions": [note] if note else [],
+        "canary": canary_of(body),
+    }
+
+
+def pass_reply(note: str = "") -> Callable[[dict[str, Any]], Json]:
+    return lambda body: Json(passing(body, note))
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A throwaway project root with its own `.santa/` and no inherited credentials."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
+    monkeypatch.setenv("SANTA_HOME", str(root / ".santa"))
+    monkeypatch.delenv("SANTA_LOG", raising=False)
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    yield root
+
+
+@pytest.fixture
+def target(project: Path) -> Path:
+    path = project / "README.md"
+    path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
+    return path
