@@ -45,14 +45,16 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with `only` just that sub-command's (the cold
+    start of `santa validate` in a hook should not import every command)."""
     parser = _Parser(
         prog="santa",
         description="Verify AI output with independent reviewers and a verdict gate enforced by code.",
     )
     parser.add_argument("--version", action="version", version=f"santa-method {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _COMMANDS:
+    for name in _COMMANDS if only not in _COMMANDS else (only,):
         try:
             module = importlib.import_module(f"santa_method.cli.{name}_cmd")
         except ModuleNotFoundError as exc:
@@ -64,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

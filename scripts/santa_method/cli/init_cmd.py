@@ -17,8 +17,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the repository's environment (pip install santa-method) so `santa` is on PATH. Safe to run "
         "again; files you changed are kept unless --force.",
     )
-    p.add_argument("directory", nargs="?", default=".", metavar="DIR", help="the repository (default .)")
-    p.add_argument("--force", action="store_true", help="overwrite vendored files that were changed")
+    p.add_argument(
+        "directory", nargs="?", default=".", metavar="DIR", help="the repository (default .)"
+    )
+    p.add_argument(
+        "--force", action="store_true", help="overwrite vendored files that were changed"
+    )
     p.add_argument("--json", action="store_true", help="print what was done as JSON")
     p.set_defaults(func=run)
 

@@ -5,10 +5,14 @@ Reviewers wrap JSON in prose and code fences. The rule (DESIGN.md,
 complete one, and only if nothing after it starts another object or fence.
 We never repair JSON; we say what is wrong in words a reviewer can act on.
 
-The scan is linear: at each `{` outside any object we try to decode; a
-complete object is skipped whole (so objects nested inside it are never
-candidates), a broken one is skipped to its matching brace, and an
-unterminated one runs to the end of the reply.
+The scan is linear: at each `{` outside any object that could open a JSON
+object we find its matching brace (honouring strings) and decode only that
+slice; a complete object is skipped whole (so objects nested inside it are
+never candidates), a broken one is skipped to its matching brace, and an
+unterminated one runs to the end of the reply. Decoding the slice rather
+than the whole reply matters: a failed decode locates its error by counting
+lines from the start of the string it was given, which over a long reply
+full of prose braces turned the scan quadratic.
 """
 
 from __future__ import annotations
@@ -19,9 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[ \t]*$", re.MULTILINE)
-_DECODER = json.JSONDecoder()
-# An object starts with a key or closes at once; anything else after "{" is prose.
-_JSONISH = re.compile(r"\{\s*[\"'}]")
+# An object starts with a key or closes at once; anything else after "{" is
+# prose. A "{" with nothing but whitespace after it is an object cut off at
+# its start (a truncated reply), not prose.
+_JSONISH = re.compile(r"\{\s*(?:[\"'}]|\Z)")
+# Structural characters for the brace matcher, and the rest of a JSON string
+# after its opening quote (possessive, so an unterminated string costs O(n)).
+_STRUCTURAL = re.compile(r'[{}"]')
+_STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -30,34 +39,45 @@ class Extracted:
     error: str | None
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+class _Lines:
+    """Line and column of increasing positions in one text, counted
+    incrementally so that locating many broken objects stays linear."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._pos = 0
+        self._line = 1
+        self._line_start = 0
+
+    def at(self, pos: int) -> tuple[int, int]:
+        if pos >= self._pos:
+            newlines = self._text.count("\n", self._pos, pos)
+            if newlines:
+                self._line += newlines
+                self._line_start = self._text.rfind("\n", self._pos, pos) + 1
+            self._pos = pos
+        return self._line, pos - self._line_start + 1
 
 
 def _matching_brace(text: str, start: int) -> int | None:
     """Index just past the brace that closes the one at `start`, honouring
     JSON strings; None if the reply ends first (a truncated object)."""
     depth = 0
-    in_string = False
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+    pos = start
+    while True:
+        found = _STRUCTURAL.search(text, pos)
+        if found is None:
+            return None
+        if found.group() == '"':
+            rest = _STRING_REST.match(text, found.end())
+            if rest is None:
+                return None
+            pos = rest.end()
+            continue
+        depth += 1 if found.group() == "{" else -1
+        pos = found.end()
+        if depth == 0:
+            return pos
 
 
 def extract_verdict_object(reply: str) -> Extracted:
@@ -67,43 +87,53 @@ def extract_verdict_object(reply: str) -> Extracted:
 
     complete: list[tuple[int, int, Any]] = []
     broken: list[tuple[int, str]] = []  # (start, what is wrong)
+    lines = _Lines(text)
     pos = 0
     while True:
-        start = text.find("{", pos)
-        if start == -1:
+        opening = _JSONISH.search(text, pos)
+        if opening is None:
+            # Any other "{" is a brace in prose ("a {placeholder}"), not an object.
             break
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError as exc:
-            if not _JSONISH.match(text, start):
-                # A brace in prose ("a {placeholder}"), not the start of an object.
-                pos = start + 1
-                continue
-            close = _matching_brace(text, start)
-            if close is None:
-                broken.append(
-                    (
-                        start,
-                        f"the JSON object starting on line {_line_of(text, start)} is cut off "
-                        "before its closing brace (the reply looks truncated)",
-                    )
-                )
-                break
+        start = opening.start()
+        close = _matching_brace(text, start)
+        if close is None:
             broken.append(
                 (
                     start,
-                    f"the JSON object on line {_line_of(text, start)} is not valid JSON: "
-                    f"{exc.msg} at line {exc.lineno} column {exc.colno}",
+                    f"the JSON object starting on line {lines.at(start)[0]} is cut off "
+                    "before its closing brace (the reply looks truncated)",
                 )
             )
-            pos = close
-            continue
-        complete.append((start, end, value))
-        pos = end
+            break
+        try:
+            value = json.loads(text[start:close])
+        except json.JSONDecodeError as exc:
+            line, column = lines.at(start)
+            where = (
+                f"line {line} column {column + exc.colno - 1}"
+                if exc.lineno == 1
+                else f"line {line + exc.lineno - 1} column {exc.colno}"
+            )
+            broken.append(
+                (start, f"the JSON object on line {line} is not valid JSON: {exc.msg} at {where}")
+            )
+        except RecursionError:
+            broken.append(
+                (
+                    start,
+                    f"the JSON object on line {lines.at(start)[0]} is nested too deeply "
+                    "to be a review",
+                )
+            )
+        else:
+            complete.append((start, close, value))
+        pos = close
 
     if not complete:
         if broken:
-            return Extracted(None, broken[-1][1] + "; send the whole review as one valid JSON object")
+            return Extracted(
+                None, broken[-1][1] + "; send the whole review as one valid JSON object"
+            )
         return Extracted(None, "the reply holds no JSON object; send the review as one JSON object")
 
     start, end, value = complete[-1]
@@ -126,6 +156,6 @@ def extract_verdict_object(reply: str) -> Extracted:
             "a new code fence starts after the last JSON object; end the reply with the "
             "review's JSON object and nothing after it but a closing fence",
         )
-    if not isinstance(value, dict):  # pragma: no cover - raw_decode at "{" yields a dict
+    if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
     return Extracted(value, None)

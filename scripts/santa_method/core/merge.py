@@ -21,7 +21,7 @@ from santa_method.core.types import Flag, Issue, MergedIssue, Review
 
 # Words that do not name what is missing ("a License section" = "License section").
 _FILLER = frozenset(
-    "a an the of for to in on and or with is are be no not any missing lacks lack "
+    "a an the of for to in on and or with is are be no not any missing lacks lack "  # noqa: SIM905
     "required requires needed needs should must".split()
 )
 _PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
@@ -56,7 +56,8 @@ def _kind(issue: Issue) -> str:
 
 
 def _missing_core(text: str) -> tuple[str, frozenset[str]]:
-    stripped = words(_PARENS.sub(" ", text))
+    # Normalise first: full-width brackets (U+FF08, U+FF09) become ASCII only under NFKC.
+    stripped = _PARENS.sub(" ", words(text))
     tokens = frozenset(t for t in _TOKEN.findall(stripped) if t not in _FILLER)
     return normalise(" ".join(t for t in _TOKEN.findall(stripped) if t not in _FILLER)), tokens
 
@@ -88,9 +89,7 @@ def same_wording(a: str, b: str) -> bool:
     return fuzz.ratio(wa, wb) >= WORDING_THRESHOLD
 
 
-def _quotes_overlap(
-    a: str, b: str, spans_a: tuple[Span, ...], spans_b: tuple[Span, ...]
-) -> bool:
+def _quotes_overlap(a: str, b: str, spans_a: tuple[Span, ...], spans_b: tuple[Span, ...]) -> bool:
     if spans_a and spans_b:
         return any(x.overlaps(y) for x in spans_a for y in spans_b)
     na, nb = normalise(a), normalise(b)
@@ -146,7 +145,11 @@ def merge_flags(flags: Sequence[Flag], output: str | None = None) -> list[Merged
         labels = tuple(dict.fromkeys(f.label for f in members))
         evidences = {f.issue.evidence for f in members}
         evidence = (
-            "verified" if "verified" in evidences else "unverified" if "unverified" in evidences else "none"
+            "verified"
+            if "verified" in evidences
+            else "unverified"
+            if "unverified" in evidences
+            else "none"
         )
         issue = face.issue
         merged.append(

@@ -1,0 +1,127 @@
+"""Builders of reviewer replies for the review-contract, merge and gate tests.
+
+Kept apart from conftest.py so the tests that need them import them by name
+and nothing else changes under them. Everything here builds plain dicts and
+text, never calls the code under test, so a test's expectation cannot come
+from the code it checks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from santa_method.core.types import Criterion, Rubric
+
+BASE_IDS: tuple[str, ...] = (
+    "factual-accuracy",
+    "no-hallucination",
+    "completeness",
+    "compliance",
+    "internal-consistency",
+    "technical-correctness",
+)
+
+# A small output in the spirit of examples/output.md, used to verify quotes.
+OUTPUT = """# tally
+
+tally counts lines, words and bytes in your files. Current version: 2.0.
+
+## Usage
+
+    tally --lines notes.txt      # prints the number of lines
+    tally --chars notes.txt      # prints the number of characters
+
+tally reads standard input when no file is given, and
+it is the fastest counter available on any platform.
+"""
+
+
+def rubric(ids: Iterable[str] = BASE_IDS, name: str = "base") -> Rubric:
+    """A rubric built from ids alone (the loader is not under test here)."""
+    return Rubric(
+        name,
+        tuple(
+            Criterion(cid, cid.replace("-", " "), f"{cid} holds", (f"{cid} broken",)) for cid in ids
+        ),
+    )
+
+
+def check(criterion: str, result: str = "PASS", detail: str = "") -> dict[str, Any]:
+    return {"criterion": criterion, "result": result, "detail": detail}
+
+
+def pass_review(
+    ids: Iterable[str] = BASE_IDS,
+    *,
+    canary: str | None = None,
+    suggestions: Iterable[str] = (),
+    **extra: Any,
+) -> dict[str, Any]:
+    """A PASS review: every check passes, no critical issue."""
+    review: dict[str, Any] = {
+        "verdict": "PASS",
+        "checks": [check(cid, "PASS", f"{cid} is fine") for cid in ids],
+        "critical_issues": [],
+        "suggestions": list(suggestions),
+    }
+    if canary is not None:
+        review["canary"] = canary
+    review.update(extra)
+    return review
+
+
+def fail_review(
+    failing: Mapping[str, str] | Iterable[str],
+    issues: Iterable[Any] = (),
+    *,
+    ids: Iterable[str] = BASE_IDS,
+    canary: str | None = None,
+    suggestions: Iterable[str] = (),
+) -> dict[str, Any]:
+    """A FAIL review whose `failing` criteria fail (with the given details)."""
+    details = dict(failing) if isinstance(failing, Mapping) else dict.fromkeys(failing, "")
+    review: dict[str, Any] = {
+        "verdict": "FAIL",
+        "checks": [
+            check(cid, "FAIL" if cid in details else "PASS", details.get(cid, "")) for cid in ids
+        ],
+        "critical_issues": list(issues),
+        "suggestions": list(suggestions),
+    }
+    if canary is not None:
+        review["canary"] = canary
+    return review
+
+
+def issue(
+    criterion: str | None,
+    text: str,
+    *,
+    quote: str | None = None,
+    missing: str | None = None,
+    location: str | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"issue": text}
+    if criterion is not None:
+        out["criterion"] = criterion
+    if quote is not None:
+        out["quote"] = quote
+    if missing is not None:
+        out["missing"] = missing
+    if location is not None:
+        out["location"] = location
+    return out
+
+
+def reply(obj: Any, style: str = "plain") -> str:
+    """A raw reply the way reviewers write them: bare, fenced, or in prose."""
+    body = json.dumps(obj, indent=2, ensure_ascii=False)
+    if style == "plain":
+        return body
+    if style == "fenced":
+        return f"Here is my review.\n\n```json\n{body}\n```\n"
+    if style == "prose":
+        return f"I read the assignment to the end.\n{body}\nThat is all."
+    raise ValueError(style)

@@ -1,0 +1,184 @@
+"""Finding the verdict object in a reviewer's raw reply (DESIGN.md, "Extraction")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _reviews import fail_review, pass_review
+from santa_method.core.extract import extract_verdict_object
+from santa_method.core.review import validate_reply
+
+PASS = pass_review()
+PASS_TEXT = json.dumps(PASS, indent=2)
+
+
+def _ok(reply: str) -> dict:
+    found = extract_verdict_object(reply)
+    assert found.error is None, found.error
+    assert found.obj is not None
+    return found.obj
+
+
+def _bad(reply: str) -> str:
+    found = extract_verdict_object(reply)
+    assert found.obj is None
+    assert found.error
+    return found.error
+
+
+def test_plain_json() -> None:
+    assert _ok(PASS_TEXT) == PASS
+
+
+@pytest.mark.parametrize(
+    ("opening", "closing"),
+    [
+        ("```json", "```"),
+        ("```JSON", "```"),
+        ("```Json", "```"),
+        ("```", "```"),
+        ("~~~", "~~~"),
+        ("~~~json", "~~~"),
+        ("````json", "````"),
+    ],
+)
+def test_fenced_json_with_any_tag(opening: str, closing: str) -> None:
+    reply = f"Here is the review.\n\n{opening}\n{PASS_TEXT}\n{closing}\n"
+    assert _ok(reply) == PASS
+
+
+def test_json_inside_prose_before_and_after() -> None:
+    reply = f"I read everything carefully.\n{PASS_TEXT}\nLet me know if you need more."
+    assert _ok(reply) == PASS
+
+
+def test_byte_order_mark() -> None:
+    assert _ok("\ufeff" + PASS_TEXT) == PASS
+    assert _ok("\ufeff```json\n" + PASS_TEXT + "\n```") == PASS
+
+
+@pytest.mark.timeout(20)
+def test_very_long_reply_with_prose_braces_stays_fast() -> None:
+    # 2 MB of prose full of braces before the object. A scan that re-counts
+    # lines from the start of the reply at every brace took over half a
+    # minute on this input; a linear one takes milliseconds.
+    prose = "Consider {placeholder} and { spaced } braces here. " * 40_000
+    assert len(prose) > 2_000_000
+    assert _ok(prose + PASS_TEXT) == PASS
+    assert _ok(PASS_TEXT + "\n" + prose) == PASS
+
+
+@pytest.mark.timeout(20)
+def test_very_long_reply_with_many_broken_objects_stays_fast() -> None:
+    broken = '{"note" oops} ' * 20_000  # each looks like an object and is not one
+    assert _ok(broken + "\n" + PASS_TEXT) == PASS
+    error = _bad(PASS_TEXT + "\n" + broken)
+    assert "not valid JSON" in error
+
+
+@pytest.mark.timeout(20)
+def test_very_long_truncated_string_is_reported_not_scanned_forever() -> None:
+    error = _bad('{"verdict": "PASS", "checks": [{"detail": "' + "x\\n" * 700_000)
+    assert "cut off" in error
+
+
+def test_deeply_nested_object_is_invalid_not_a_crash() -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    error = _bad(deep)
+    assert "nested too deeply" in error
+    result = validate_reply(deep)
+    assert not result.valid
+
+
+def test_only_top_level_objects_count() -> None:
+    # The review nested inside another object is not the verdict object: the
+    # wrapper is, and it is not a review.
+    wrapped = json.dumps({"result": PASS})
+    assert _ok(wrapped) == {"result": PASS}
+    result = validate_reply(wrapped)
+    assert not result.valid
+    assert any("verdict" in e for e in result.errors)
+
+
+def test_object_nested_in_a_broken_object_never_counts() -> None:
+    reply = '{"outer": ' + json.dumps(PASS) + ", oops}"
+    error = _bad(reply)
+    assert "not valid JSON" in error
+
+
+def test_several_objects_the_last_complete_one_wins() -> None:
+    failing = fail_review({"completeness": "no license"})
+    reply = f"Draft:\n{json.dumps(PASS)}\nOn reflection, final:\n{json.dumps(failing)}\n"
+    assert _ok(reply) == failing
+    reply = f"Draft:\n{json.dumps(failing)}\nFinal:\n{json.dumps(PASS)}\n"
+    assert _ok(reply) == PASS
+
+
+def test_truncated_object_after_a_complete_one_is_invalid() -> None:
+    reply = PASS_TEXT + '\n\nUpdated review:\n{"verdict": "FAIL", "checks": ['
+    error = _bad(reply)
+    assert "truncated" in error
+    assert f"line {PASS_TEXT.count(chr(10)) + 4}" in error
+
+
+def test_broken_object_after_a_complete_one_is_invalid() -> None:
+    error = _bad(PASS_TEXT + '\n{"verdict": "FAIL",}')
+    assert "not complete" in error
+
+
+@pytest.mark.parametrize("fence", ["```", "```json", "~~~"])
+def test_a_new_fence_after_the_object_is_invalid(fence: str) -> None:
+    reply = f"```json\n{PASS_TEXT}\n```\n\nAnd also:\n{fence}\nsomething else\n"
+    error = _bad(reply)
+    assert "fence" in error
+    # An unfenced object followed by a fence is invalid too.
+    assert "fence" in _bad(f"{PASS_TEXT}\n{fence}\n")
+
+
+def test_the_closing_fence_alone_is_fine_and_fences_before_do_not_count() -> None:
+    reply = f"An example:\n```python\nprint(1)\n```\nThe review:\n```json\n{PASS_TEXT}\n```\n"
+    assert _ok(reply) == PASS
+
+
+def test_prose_braces_are_ignored() -> None:
+    reply = (
+        "Fill in the {placeholder} and {another one} before.\n"
+        + PASS_TEXT
+        + "\nThe template uses {name} and { value }."
+    )
+    assert _ok(reply) == PASS
+
+
+def test_single_quoted_pseudo_json_is_invalid_with_a_useful_message() -> None:
+    error = _bad("{'verdict': 'PASS', 'checks': [], 'critical_issues': []}")
+    assert "double quotes" in error
+    assert "line 1" in error
+
+
+def test_error_names_the_line_of_the_broken_object() -> None:
+    error = _bad('Here it is:\n\n{"verdict": "PASS",\n "checks": [] oops}')
+    assert "line 3" in error
+    assert "line 4" in error  # where the decoder stopped
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "\n\t\n", "\ufeff", "\ufeff  \n"])
+def test_empty_reply_is_invalid(reply: str) -> None:
+    assert "empty" in _bad(reply)
+    result = validate_reply(reply)
+    assert not result.valid
+    assert result.review is None
+
+
+def test_reply_without_any_object() -> None:
+    assert "no JSON object" in _bad("PASS. Everything looks fine to me.")
+
+
+def test_a_non_object_json_value_is_not_a_review() -> None:
+    assert "no JSON object" in _bad('["PASS"]')
+
+
+@pytest.mark.parametrize("tail", ["{", "{\n", "{  \n\t", '{"', '{"verdict": "FAIL"'])
+def test_a_reply_cut_right_after_a_new_brace_is_truncated(tail: str) -> None:
+    assert "truncated" in _bad(PASS_TEXT + "\nUpdated review:\n" + tail)

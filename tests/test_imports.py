@@ -1,0 +1,111 @@
+"""`santa validate` and `santa gate` never import a model SDK.
+
+The plugin's own environment installs only the core, and the CLI's cold
+start matters: the SDKs (`anthropic`, `claude_agent_sdk`) belong to the
+headless face and must stay out of the helper's path, even when they are
+installed, as they are in the dev environment these tests run in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _reviews import OUTPUT, pass_review, reply
+
+SDKS = ("anthropic", "claude_agent_sdk")
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+
+# Runs the CLI's main() in a fresh interpreter, then reports which SDK
+# modules ended up in sys.modules. PRELUDE lets a test prove the probe works.
+PROBE = """
+import json, sys
+{prelude}
+from santa_method.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {sdks!r})
+sys.stderr.write("\\nPROBE " + json.dumps({{"code": code, "loaded": loaded}}) + "\\n")
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, SANTA_HOME=str(tmp_path / ".santa"), CLAUDE_PROJECT_DIR=str(tmp_path))
+
+
+def _probe(tmp_path: Path, args: list[str], prelude: str = "") -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(prelude=prelude, sdks=SDKS), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    line = [x for x in proc.stderr.splitlines() if x.startswith("PROBE ")][-1]
+    return json.loads(line[len("PROBE ") :])
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "pass.json").write_text(reply(pass_review(), "fenced"), encoding="utf-8")
+    (tmp_path / "out.md").write_text(OUTPUT, encoding="utf-8")
+    return {
+        "pass": str(tmp_path / "pass.json"),
+        "out": str(tmp_path / "out.md"),
+        "b": str(EXAMPLES / "review-b.json"),
+        "c": str(EXAMPLES / "review-c.json"),
+        "output": str(EXAMPLES / "output.md"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["validate", "{pass}"], 0),
+        (["validate", "{b}", "--rubric", "base", "--against", "{output}", "--json"], 0),
+        (["gate", "{pass}", "{pass}", "--against", "{out}"], 0),
+        (["gate", "{b}", "{c}", "--rubric", "base", "--against", "{output}", "--json"], 1),
+        (["gate", "{b}"], 1),
+        (["validate", "--help"], 0),
+    ],
+)
+def test_validate_and_gate_import_no_sdk(tmp_path, inputs, args, code) -> None:
+    report = _probe(tmp_path, [a.format(**inputs) for a in args])
+    assert report["code"] == code
+    assert report["loaded"] == []
+
+
+def test_the_probe_would_see_an_sdk(tmp_path, inputs) -> None:
+    pytest.importorskip("anthropic")
+    report = _probe(tmp_path, ["validate", inputs["pass"]], prelude="import anthropic")
+    assert "anthropic" in report["loaded"]
+
+
+def test_console_script_import_time_lists_no_sdk(tmp_path, inputs) -> None:
+    script = Path(sys.executable).with_name("santa")
+    if not script.exists():
+        pytest.skip("the santa console script is not installed next to this interpreter")
+    env = dict(_env(tmp_path), PYTHONPROFILEIMPORTTIME="1")
+    for args in (
+        ["validate", inputs["b"], "--rubric", "base", "--against", inputs["output"]],
+        ["gate", inputs["b"], inputs["c"], "--against", inputs["output"]],
+    ):
+        proc = subprocess.run(
+            [str(script), *args], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60
+        )
+        imported = [
+            line.rsplit("|", 1)[-1].strip()
+            for line in proc.stderr.splitlines()
+            if line.startswith("import time:")
+        ]
+        assert "santa_method.core.review" in imported  # the profile did record imports
+        assert not [m for m in imported if m.split(".")[0] in SDKS]
