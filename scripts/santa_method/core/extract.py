@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[ \t]*$", re.MULTILINE)
+# A brace that opens a line after the verdict object may start a newer review.
+_LINE_BRACE = re.compile(r"^[ \t]*\{", re.MULTILINE)
 # An object starts with a key or closes at once; anything else after "{" is
 # prose. A "{" with nothing but whitespace after it is an object cut off at
 # its start (a truncated reply), not prose.
@@ -145,6 +147,16 @@ def extract_verdict_object(reply: str) -> Extracted:
             + later[0]
             + "; end the reply with exactly one complete JSON object",
         )
+    brace = _LINE_BRACE.search(text, end)
+    if brace:
+        # Fail closed: a brace after the verdict may be the start of a newer,
+        # cut-off review; the reply must end with the one it means.
+        return Extracted(
+            None,
+            f"something that may start another JSON object follows the last complete one "
+            f"(a '{{' opening line {_line_of_text(text, brace.end())}); end the reply with "
+            "exactly one complete JSON object and nothing after it but a closing fence",
+        )
     fences_before = len(_FENCE.findall(text, 0, start))
     fences_after = _FENCE.findall(text, end)
     # An odd count before means the object sits inside a fence whose closing
@@ -159,3 +171,7 @@ def extract_verdict_object(reply: str) -> Extracted:
     if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
     return Extracted(value, None)
+
+
+def _line_of_text(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
