@@ -37,14 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from santa_method.core.gate import gate_replies
 from santa_method.core.rubric import load_rubric
 
-IDS = (
-    "factual-accuracy",
-    "no-hallucination",
-    "completeness",
-    "compliance",
-    "internal-consistency",
-    "technical-correctness",
-)
+IDS = load_rubric("base").ids
 TARGET_RATIO = 3.0
 
 _WORDS = [

@@ -33,18 +33,12 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from e2e.conftest import make_claude_env  # noqa: E402
 from e2e.stub_server import REVIEWER, Json, Reply, StubServer, first_user_text  # noqa: E402
+from santa_method.core.rubric import load_rubric  # noqa: E402
 from santa_method.core.schema import strict_schema  # noqa: E402
 from santa_method.headless.backends.base import ReviewRequest  # noqa: E402
 from santa_method.headless.loop import verify  # noqa: E402
 
-CRITERIA = (
-    "factual-accuracy",
-    "no-hallucination",
-    "completeness",
-    "compliance",
-    "internal-consistency",
-    "technical-correctness",
-)
+CRITERIA = load_rubric("base").ids
 
 
 def _review(body: dict[str, Any], stream_delay: float) -> Reply:

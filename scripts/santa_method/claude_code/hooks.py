@@ -108,17 +108,6 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
 # --- SubagentStop for reviewers ---------------------------------------------
 
 
-def _text_of(message: Any) -> str:
-    content = message.get("content") if isinstance(message, Mapping) else message
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
-        )
-    return ""
-
-
 def _first_prompt(transcript_path: str) -> str | None:
     try:
         with open(transcript_path, encoding="utf-8") as handle:
@@ -128,7 +117,9 @@ def _first_prompt(transcript_path: str) -> str | None:
                 except json.JSONDecodeError:
                     continue
                 if isinstance(record, dict) and record.get("type") == "user":
-                    return _text_of(record.get("message")).strip()
+                    from santa_method.state.runs import message_text
+
+                    return message_text(record.get("message")).strip()
     except OSError:
         return None
     return None

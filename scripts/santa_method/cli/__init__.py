@@ -78,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"santa: {exc}", file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
-        return 0
+        # The reader went away before the verdict was fully printed: never
+        # report success for an answer nobody received. Silence the second
+        # error Python would raise flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         print("santa: interrupted", file=sys.stderr)
         return 130

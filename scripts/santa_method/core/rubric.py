@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
+from santa_method.core.files import read_text
 from santa_method.core.types import Criterion, Rubric
 
 __all__ = [
@@ -422,7 +423,7 @@ class _Resolver:
     def doc(self, path: Path) -> _Doc:
         key = str(path)
         if key not in self.docs:
-            text = _read(path)
+            text = read_text(path, "rubric")
             self.add(_parse(text, key, self.labels.get(key, f"'{path}'")))
         return self.docs[key]
 
@@ -451,19 +452,6 @@ class _Resolver:
         if errors:
             raise InputError(errors[0])
         return merged
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"cannot read rubric '{path}': no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read rubric '{path}': it is a directory") from None
-    except UnicodeDecodeError:
-        raise InputError(f"cannot read rubric '{path}': it is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"cannot read rubric '{path}': {exc.strerror}") from None
 
 
 # --------------------------------------------------------------------------- public API
@@ -593,7 +581,7 @@ def lint_report(
     if isinstance(target, os.PathLike) or ("\n" not in target and _looks_like_path(target)):
         self_path = Path(target).expanduser().resolve()
         source = os.fspath(target)
-        doc = resolver.add(_parse(_read(self_path), str(self_path), f"'{source}'"))
+        doc = resolver.add(_parse(read_text(self_path, "rubric"), str(self_path), f"'{source}'"))
         base_dir: Path | None = self_path.parent
     else:
         source = "<text>"
@@ -665,7 +653,7 @@ def list_rubrics(search_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Rub
                     found[name] = _replace_shadows(found[name])
                 continue
             try:
-                doc = _parse(_read(path), str(path), str(path))
+                doc = _parse(read_text(path, "rubric"), str(path), str(path))
             except InputError as exc:
                 found[name] = RubricInfo(name, source, path, "", error=str(exc))
                 continue

@@ -37,7 +37,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from typing import Any
 
 from santa_method.core import assignment as texts
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_text
 from santa_method.core.gate import default_labels, gate
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
@@ -604,7 +604,8 @@ def fixer_open(instruction: str) -> bool:
 # --- transcripts ----------------------------------------------------------
 
 
-def _message_text(message: Any) -> str:
+def message_text(message: Any) -> str:
+    """The text of a transcript message, whether its content is a string or blocks."""
     content = message.get("content") if isinstance(message, dict) else message
     if isinstance(content, str):
         return content
@@ -682,7 +683,7 @@ def transcript_problem(
     ):
         return "the transcript belongs to another agent"
     first = messages[0]
-    if first.get("type") != "user" or _message_text(first.get("message")).strip() != instruction:
+    if first.get("type") != "user" or message_text(first.get("message")).strip() != instruction:
         return "the reviewer's transcript does not start with this round's instruction"
     if not reply.strip():
         return "the stored reply is empty"
@@ -692,19 +693,6 @@ def transcript_problem(
 
 
 # --- gating a run ---------------------------------------------------------
-
-
-def _read_review(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"cannot read review '{path}': no such file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"cannot read review '{path}': it is not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"cannot read review '{path}': {exc.strerror or exc}") from None
 
 
 def as_number(value: Any) -> float | None:
@@ -760,7 +748,11 @@ def _fill_from_files(
             f"{len(files)} review file(s) do not fit"
         )
     for label, path in zip(targets, files, strict=True):
-        current["slots"][label] = {"reply": _read_review(path), "file": path, "stored": _now()}
+        current["slots"][label] = {
+            "reply": read_text(path, "review"),
+            "file": path,
+            "stored": _now(),
+        }
 
 
 def _provenance_problem(
