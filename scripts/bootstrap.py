@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +45,10 @@ DEPENDENCY_MODULES = ("jsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets
 PIP_TIMEOUT_S = 240
 VENV_TIMEOUT_S = 120
 CHECK_TIMEOUT_S = 30
+# All steps together stay inside the hook's 300 s, so a hang is reported by
+# us, not cut off by Claude Code.
+TOTAL_BUDGET_S = 270
+_DEADLINE = time.monotonic() + TOTAL_BUDGET_S
 
 
 class BootstrapError(Exception):
@@ -145,7 +150,7 @@ def _run(cmd: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=max(1.0, min(timeout, _DEADLINE - time.monotonic())),
         check=False,
     )
 

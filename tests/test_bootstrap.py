@@ -414,9 +414,10 @@ def subagent_stop(agent_type: str, active: bool = False) -> str:
     )
 
 
-def hook_command(event: str) -> str:
+def hook_command(event: str, matcher: str | None = "Agent") -> str:
     """The command line hooks.json gives Claude Code, with the plugin root filled in."""
-    (group,) = json.loads(HOOKS_JSON.read_text())["hooks"][event]
+    groups = json.loads(HOOKS_JSON.read_text())["hooks"][event]
+    (group,) = [g for g in groups if event != "PreToolUse" or g.get("matcher") == matcher]
     (hook,) = group["hooks"]
     return hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(ROOT))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.core.errors import RefusedError
 from santa_method.core.history import decide, recurring_flags
@@ -123,29 +124,22 @@ def test_budget_from_the_config(
     def store_both(opened: dict[str, Any], flags: tuple[dict[str, Any], ...]) -> Any:
         for name in ("b", "c"):
             reply = review(opened["canary"], flags, name)
-            path = project / f"{opened['round']}-{name}.jsonl"
-            path.write_text(
-                json.dumps(
-                    {"type": "user", "message": {"role": "user", "content": opened["instruction"]}}
-                )
-                + "\n"
-                + json.dumps(
-                    {
-                        "type": "assistant",
-                        "message": {
-                            "role": "assistant",
-                            "content": [{"type": "text", "text": reply}],
-                        },
-                    }
-                )
-                + "\n"
+            agent = f"{opened['round']}{name}"
+            # As the hooks do: the guard counts the spawn, the transcript carries the agent id.
+            assert runs.reserve_reviewer(opened["run_id"], opened["round"]) is None
+            path = reviewer_transcript(
+                project / f"{opened['round']}-{name}.jsonl",
+                opened["instruction"],
+                reply,
+                agent_id=agent,
+                assignment=opened["assignment"],
             )
             runs.store_reply(
                 opened["run_id"],
                 opened["round"],
                 reply=reply,
-                agent_id=f"{opened['round']}{name}",
-                transcript_path=str(path),
+                agent_id=agent,
+                transcript_path=path,
                 cost_usd=0.2,
                 tokens=1000,
             )

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from _transcripts import reviewer_transcript
+
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
 BIN_SANTA = str(REPO / "bin" / "santa")
@@ -86,6 +88,8 @@ class Project:
     run_id: str
     instruction: str
     canary: str
+    assignment: str
+    calls: int = 0
 
     def santa(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -109,7 +113,17 @@ class Project:
         )
         return Hooked(done.returncode, done.stdout, done.stderr)
 
-    def agent_call(self, subagent_type: str, prompt: str, launcher: str = "santa") -> Hooked:
+    def agent_call(
+        self,
+        subagent_type: str,
+        prompt: str,
+        launcher: str = "santa",
+        tool_use_id: str | None = None,
+    ) -> Hooked:
+        """One Agent tool call: each has its own tool_use_id unless one is given."""
+        if tool_use_id is None:
+            self.calls += 1
+            tool_use_id = f"toolu_{self.calls:02d}"
         return self.hook(
             "pretooluse-agent",
             {
@@ -125,33 +139,28 @@ class Project:
                     "subagent_type": subagent_type,
                     "run_in_background": False,
                 },
-                "tool_use_id": "toolu_01",
+                "tool_use_id": tool_use_id,
             },
             launcher,
         )
 
-    def transcript(self, agent_id: str, prompt: str, *replies: str) -> Path:
-        """A subagent transcript as Claude Code writes it: the prompt first."""
+    def spawn(self, launcher: str = "santa") -> None:
+        """Start a reviewer the way the main agent must: the Agent call with
+        the exact instruction, which the PreToolUse guard lets through and counts."""
+        self.agent_call("santa-method:reviewer", self.instruction, launcher).allowed()
+
+    def transcript(self, agent_id: str, prompt: str, *replies: str, stamped: bool = True) -> Path:
+        """A subagent transcript as Claude Code writes it: the prompt first,
+        the Read of the whole assignment, then the replies; every record
+        stamped with the agent's id (unless `stamped` is False)."""
         path = self.root / "transcripts" / f"agent-{agent_id}.jsonl"
-        path.parent.mkdir(exist_ok=True)
-        records: list[dict[str, Any]] = [
-            {
-                "type": "user",
-                "agentId": agent_id,
-                "isSidechain": True,
-                "message": {"role": "user", "content": prompt},
-            },
-            {"type": "attachment", "agentId": agent_id},
-        ]
-        for text in replies:
-            records.append(
-                {
-                    "type": "assistant",
-                    "agentId": agent_id,
-                    "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
-                }
-            )
-        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        reviewer_transcript(
+            path,
+            prompt,
+            *replies,
+            agent_id=agent_id if stamped else None,
+            assignment=self.assignment,
+        )
         return path
 
     def stop(
@@ -164,9 +173,14 @@ class Project:
         prompt: str | None = None,
         launcher: str = "santa",
         earlier: tuple[str, ...] = (),
+        stamped: bool = True,
     ) -> Hooked:
         transcript = self.transcript(
-            agent_id, self.instruction if prompt is None else prompt, *earlier, reply
+            agent_id,
+            self.instruction if prompt is None else prompt,
+            *earlier,
+            reply,
+            stamped=stamped,
         )
         return self.hook(
             "subagent-stop",
@@ -257,7 +271,9 @@ def project(tmp_path: Path) -> Project:
     assert done.returncode == 0, done.stderr
     opened = json.loads(done.stdout)
     assert opened["open_slots"] == ["B", "C"]
-    p = Project(root, env, opened["run_id"], opened["instruction"], opened["canary"])
+    p = Project(
+        root, env, opened["run_id"], opened["instruction"], opened["canary"], opened["assignment"]
+    )
     assert p.state()["source"] == "hook"  # CLAUDECODE=1 makes it a hook-store run
     return p
 
@@ -359,6 +375,7 @@ def test_fixer_only_with_the_gates_fixer_instruction_while_the_fix_is_open(
 
 def test_a_gated_round_takes_no_more_reviewers(project: Project) -> None:
     for agent in ("r1", "r2"):
+        project.spawn()
         project.stop(agent, review(project.canary)).allowed()
     gate = project.santa("gate", "--run", project.run_id, "--json")
     assert gate.returncode == 0, gate.stdout + gate.stderr
@@ -372,6 +389,7 @@ def test_a_gated_round_takes_no_more_reviewers(project: Project) -> None:
 @pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
 def test_valid_reply_is_stored_verbatim(project: Project, launcher: str) -> None:
     reply = "I read it all.\n\n```json\n" + review(project.canary) + "\n```"
+    project.spawn(launcher)
     project.stop("agent-1", reply, launcher=launcher).allowed()
     slot = project.slots()["B"]
     assert slot["reply"] == reply
@@ -391,6 +409,7 @@ def test_invalid_reply_is_blocked_with_the_exact_errors(project: Project) -> Non
     ).errors
     assert len(expected) >= 2  # a missing criterion and a wrong canary
 
+    project.spawn()
     reason = project.stop("agent-1", reply).blocked()
     for error in expected:
         assert error in reason
@@ -399,6 +418,7 @@ def test_invalid_reply_is_blocked_with_the_exact_errors(project: Project) -> Non
 
 def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Project) -> None:
     reply = review(project.canary, quote="Current version: 1.0.")
+    project.spawn()
     reason = project.stop("agent-1", reply).blocked()
     assert "Current version: 1.0." in reason
     assert "withdraw" in reason and "exact" in reason
@@ -408,6 +428,7 @@ def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Pro
     slot = project.slots()["B"]
     assert slot["reply"] == reply and slot["failed"] is False
 
+    project.spawn()
     project.stop("agent-2", review(project.canary)).allowed()
     gate = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
     assert [r["valid"] for r in gate["reviews"]] == [True, True]
@@ -419,6 +440,7 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
     project: Project,
 ) -> None:
     bad = "I think it is fine, mostly."
+    project.spawn()
     first = project.stop("agent-1", bad).blocked()
     second = project.stop("agent-1", bad, active=True, earlier=(bad,)).blocked()
     assert first == second
@@ -428,6 +450,7 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
     failed = project.slots()["B"]
     assert failed["failed"] is True and failed["reply"] == bad and failed["errors"]
 
+    project.spawn()
     project.stop("agent-2", review(project.canary)).allowed()
     gate = project.santa("gate", "--run", project.run_id, "--json")
     assert gate.returncode == 1
@@ -439,6 +462,8 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
 
 def test_non_reviewer_agents_are_left_alone(project: Project) -> None:
     good = review(project.canary)
+    project.spawn()
+    project.spawn()  # open slots with reviewers counted: still nothing may fill them
     for kind in ("general-purpose", "santa-method:fixer", "santa-fixer", "Explore"):
         project.stop("agent-x", good, agent_type=kind).allowed()
         project.stop("agent-y", "not a review", agent_type=kind).allowed()
@@ -446,6 +471,8 @@ def test_non_reviewer_agents_are_left_alone(project: Project) -> None:
 
 
 def test_reviewer_not_spawned_for_an_open_round_stores_nothing(project: Project) -> None:
+    project.spawn()
+    project.spawn()  # even with both slots reserved, a foreign prompt is no reviewer's
     project.stop("agent-1", review(project.canary), prompt="Review README.md please.").allowed()
     other = project.instruction.replace(project.run_id, "20000101-000000-000000")
     project.stop("agent-2", review(project.canary), prompt=other).allowed()
@@ -453,12 +480,57 @@ def test_reviewer_not_spawned_for_an_open_round_stores_nothing(project: Project)
 
 
 def test_gate_counts_exactly_the_stored_replies(project: Project) -> None:
+    project.spawn()
     project.stop("agent-1", review(project.canary)).allowed()
     gate = project.santa("gate", "--run", project.run_id, "--json")
     result = json.loads(gate.stdout)
     assert gate.returncode == 1
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", True), ("C", False)]
     assert result["next"] == "rereview"
+
+
+def test_a_reply_without_a_spawned_reviewer_is_not_stored(project: Project) -> None:
+    # The exact instruction and a valid review, but the guard never saw an
+    # Agent call for it: it is no reviewer's reply.
+    project.stop("agent-0", review(project.canary)).allowed()
+    assert all(slot is None for slot in project.slots().values())
+
+    project.spawn()
+    project.stop("agent-1", review(project.canary)).allowed()
+    project.stop("agent-2", review(project.canary)).allowed()  # one spawn, one slot
+    slots = project.slots()
+    assert slots["B"]["agent_id"] == "agent-1" and slots["C"] is None
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    assert gate.returncode == 1
+    result = json.loads(gate.stdout)
+    assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", True), ("C", False)]
+    assert result["next"] == "rereview"
+
+
+def test_one_agent_call_seen_twice_is_one_reviewer(project: Project) -> None:
+    # Plugin and vendored hooks both installed: the same call reaches the guard twice.
+    for _ in range(2):
+        project.agent_call("santa-method:reviewer", project.instruction, tool_use_id="t1").allowed()
+    assert project.state()["rounds"][-1]["spawned"] == 1
+    project.stop("agent-1", review(project.canary)).allowed()
+    project.stop("agent-2", review(project.canary)).allowed()
+    assert project.slots()["C"] is None
+
+
+def test_a_transcript_without_the_agent_id_counts_as_a_failed_review(project: Project) -> None:
+    project.spawn()
+    project.spawn()
+    project.stop("agent-1", review(project.canary), stamped=False).allowed()
+    project.stop("agent-2", review(project.canary)).allowed()
+    assert project.slots()["B"]["agent_id"] == "agent-1"  # stored, but not trusted
+    gate = project.santa("gate", "--run", project.run_id, "--json")
+    assert gate.returncode == 1
+    result = json.loads(gate.stdout)
+    assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", False), ("C", True)]
+    assert result["reviews"][0]["errors"] == [
+        "the transcript is not the transcript of this reviewer agent"
+    ]
+    assert (result["verdict"], result["next"]) == ("NAUGHTY", "rereview")
 
 
 # --- crashes inside the hooks (in-process) ------------------------------------
@@ -493,6 +565,8 @@ def test_validator_crash_is_a_stored_failed_review(
         raise RuntimeError("validator exploded")
 
     monkeypatch.setattr(review_module, "validate_reply", boom)
+    in_process.spawn()
+    in_process.spawn()
     payload = _stop_payload(in_process, "agent-1", review(in_process.canary))
     assert hooks.subagent_stop(payload) is None
     slot = in_process.slots()["B"]

@@ -57,9 +57,11 @@ def _probe(tmp_path: Path, args: list[str], prelude: str = "") -> dict:
 @pytest.fixture
 def inputs(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "pass.json").write_text(reply(pass_review(), "fenced"), encoding="utf-8")
+    (tmp_path / "pass-c.json").write_text(reply(pass_review(), "plain"), encoding="utf-8")
     (tmp_path / "out.md").write_text(OUTPUT, encoding="utf-8")
     return {
         "pass": str(tmp_path / "pass.json"),
+        "pass_c": str(tmp_path / "pass-c.json"),
         "out": str(tmp_path / "out.md"),
         "b": str(EXAMPLES / "review-b.json"),
         "c": str(EXAMPLES / "review-c.json"),
@@ -72,7 +74,7 @@ def inputs(tmp_path: Path) -> dict[str, str]:
     [
         (["validate", "{pass}"], 0),
         (["validate", "{b}", "--rubric", "base", "--against", "{output}", "--json"], 0),
-        (["gate", "{pass}", "{pass}", "--against", "{out}"], 0),
+        (["gate", "{pass}", "{pass_c}", "--against", "{out}"], 0),
         (["gate", "{b}", "{c}", "--rubric", "base", "--against", "{output}", "--json"], 1),
         (["gate", "{b}"], 1),
         (["validate", "--help"], 0),

@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from _transcripts import reviewer_transcript
+
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
 
@@ -206,13 +208,15 @@ def test_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
 # --- the vendored hooks, run as Claude Code runs them -------------------------
 
 
-def hook_command(root: Path, event: str) -> str:
+def hook_command(root: Path, event: str, name: str | None = None) -> str:
+    """The vendored command for `event` (PreToolUse: the Agent guard unless `name`)."""
+    name = name or ("pretooluse-agent" if event == "PreToolUse" else "subagent-stop")
     settings = json.loads((root / ".claude" / "settings.json").read_text())
     commands = [
         h["command"]
         for entry in settings["hooks"][event]
         for h in entry["hooks"]
-        if "santa-hook" in h["command"]
+        if "santa-hook" in h["command"] and h["command"].endswith(f" {name}")
     ]
     assert len(commands) == 1
     return commands[0]
@@ -294,13 +298,14 @@ def test_vendored_hooks_run_the_helper_through_santa_python(
             "canary": run["canary"],
         }
     )
-    transcript = tmp_path / "agent.jsonl"
-    transcript.write_text(
-        json.dumps({"type": "user", "message": {"role": "user", "content": run["instruction"]}})
-        + "\n"
-        + json.dumps({"type": "assistant", "message": {"role": "assistant", "content": reply}})
-        + "\n",
-        encoding="utf-8",
+    transcript = Path(
+        reviewer_transcript(
+            tmp_path / "agent.jsonl",
+            run["instruction"],
+            reply,
+            agent_id="a1",
+            assignment=run["assignment"],
+        )
     )
     stop = {
         "hook_event_name": "SubagentStop",

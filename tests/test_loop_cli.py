@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.state import log as runlog
 from santa_method.state import runs
@@ -66,18 +67,6 @@ def review(canary: str, issues: tuple[dict[str, Any], ...] = (), note: str = "ch
     return f"My review ({note}):\n```json\n{json.dumps(body)}\n```"
 
 
-def transcript(path: Path, prompt: str, reply: str) -> str:
-    records = [
-        {"type": "user", "message": {"role": "user", "content": prompt}},
-        {
-            "type": "assistant",
-            "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]},
-        },
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return str(path)
-
-
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project folder with its own `.santa/` and log, and no Claude Code around."""
@@ -121,6 +110,23 @@ def one_sentence(err: str) -> str:
 
 def records(project: Path) -> list[dict[str, Any]]:
     return list(runlog.read(project / ".santa" / "log.jsonl").records)
+
+
+def hook_store(project: Path, opened: dict[str, Any], agent: str, reply: str) -> None:
+    """What the hooks do for one reviewer: the PreToolUse guard counts its
+    spawn, then its stop hook stores the reply with its transcript."""
+    run_id, number = opened["run_id"], opened["round"]
+    assert runs.reserve_reviewer(run_id, number) is None
+    # Claude Code's transcript of the reviewer: stamped with its id, the
+    # instruction first, the whole assignment read, the reply last.
+    path = reviewer_transcript(
+        project / f"{agent}.jsonl",
+        opened["instruction"],
+        reply,
+        agent_id=agent,
+        assignment=opened["assignment"],
+    )
+    runs.store_reply(run_id, number, reply=reply, agent_id=agent, transcript_path=path)
 
 
 # --- full loops --------------------------------------------------------------
@@ -189,8 +195,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
         "c": review(r1["canary"], (WRONG_VERSION, NO_LICENSE), "reviewer c"),
     }
     for name, reply in replies.items():
-        path = transcript(project / f"r1-{name}.jsonl", r1["instruction"], reply)
-        runs.store_reply(run_id, 1, reply=reply, agent_id=f"r1-{name}", transcript_path=path)
+        hook_store(project, r1, f"r1-{name}", reply)
     # Files are not reviews for a hook run.
     (project / "b.json").write_text(replies["b"])
     refused = santa(project, "gate", "--run", run_id, "b.json")
@@ -229,9 +234,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     )
     assert "## License" in Path(r2["assignment"]).read_text(encoding="utf-8")
     for name in ("b", "c"):
-        reply = review(r2["canary"], note=f"round 2 {name}")
-        path = transcript(project / f"r2-{name}.jsonl", r2["instruction"], reply)
-        runs.store_reply(run_id, 2, reply=reply, agent_id=f"r2-{name}", transcript_path=path)
+        hook_store(project, r2, f"r2-{name}", review(r2["canary"], note=f"round 2 {name}"))
     gate2 = santa(project, "gate", "--run", run_id)
     assert gate2.returncode == 0, gate2.stdout + gate2.stderr
     assert gate2.stdout.startswith("NICE")
@@ -290,8 +293,14 @@ def _git(project: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=project, check=True, capture_output=True, timeout=30)
 
 
-def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
+def _git_project(project: Path) -> None:
+    """A repository whose HEAD holds out.md and spec.md. Untracked files are
+    part of the change under review, so review files go to a folder git
+    ignores (as a user would keep them out of the diff)."""
     _git(project, "init", "-q")
+    (project / ".git" / "info").mkdir(exist_ok=True)
+    (project / ".git" / "info" / "exclude").write_text("reviews/\n", encoding="utf-8")
+    (project / "reviews").mkdir()
     _git(
         project,
         "-c",
@@ -308,6 +317,10 @@ def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
     _git(
         project, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "base"
     )
+
+
+def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
+    _git_project(project)
     (project / "out.md").write_text(OUTPUT + "New line: version 2.0 here.\n", encoding="utf-8")
     bad = santa(project, "round", "start", "--against-diff", "--output=x", "--spec", "spec.md")
     assert bad.returncode == 2 and not (project / "x").exists()
@@ -320,9 +333,11 @@ def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
     first = Path(r1["assignment"]).read_text(encoding="utf-8")
     assert "+New line: version 2.0 here." in first and "diff --git" in first
     quote = {"criterion": "factual-accuracy", "issue": "Wrong version", "quote": "version 2.0 here"}
-    (project / "b.json").write_text(review(r1["canary"], (quote,), "b"))
-    (project / "c.json").write_text(review(r1["canary"], (quote,), "c"))
-    g1 = json.loads(santa(project, "gate", "--run", run_id, "b.json", "c.json", "--json").stdout)
+    (project / "reviews" / "b.json").write_text(review(r1["canary"], (quote,), "b"))
+    (project / "reviews" / "c.json").write_text(review(r1["canary"], (quote,), "c"))
+    g1 = json.loads(
+        santa(project, "gate", "--run", run_id, "reviews/b.json", "reviews/c.json", "--json").stdout
+    )
     assert g1["next"] == "fix" and g1["issues"][0]["evidence"] == "verified"
     assert "diff against HEAD" in g1["fixer_instruction"]
     assert santa(project, "log", "fix", "--run", run_id).returncode == 0
@@ -330,12 +345,42 @@ def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
     r2 = json.loads(santa(project, "round", "start", "--run", run_id, "--json").stdout)
     second = Path(r2["assignment"]).read_text(encoding="utf-8")
     assert "+New line: version 2.1 here." in second and "2.0 here" not in second
-    (project / "b.json").write_text(review(r2["canary"], note="b2"))
-    (project / "c.json").write_text(review(r2["canary"], note="c2"))
-    assert santa(project, "gate", "--run", run_id, "b.json", "c.json").returncode == 0
+    (project / "reviews" / "b.json").write_text(review(r2["canary"], note="b2"))
+    (project / "reviews" / "c.json").write_text(review(r2["canary"], note="c2"))
+    assert (
+        santa(project, "gate", "--run", run_id, "reviews/b.json", "reviews/c.json").returncode == 0
+    )
     assert santa(project, "log", "ship", "--run", run_id).returncode == 0
     (run,) = [r for r in records(project) if r["event"] == "run"]
     assert run["target"] == "diff:HEAD"
+
+
+def test_against_diff_shows_untracked_new_files(project: Path) -> None:
+    _git_project(project)
+    (project / "NOTES.md").write_text("A brand-new file nobody has added yet.\n", encoding="utf-8")
+    (project / "docs").mkdir()
+    (project / "docs" / "new.md").write_text("Nested and new.\n", encoding="utf-8")
+    (project / "reviews" / "ignored.md").write_text("ignored-by-git text\n", encoding="utf-8")
+    (project / ".santa").mkdir()
+    (project / ".santa" / "config.yaml").write_text("# santa-config-marker\n", encoding="utf-8")
+    start = santa(
+        project, "round", "start", "--against-diff", "HEAD", "--spec", "spec.md", "--json"
+    )
+    assert start.returncode == 0, start.stderr
+    opened = json.loads(start.stdout)
+    text = Path(opened["assignment"]).read_text(encoding="utf-8")
+    assert "+++ b/NOTES.md" in text and "+A brand-new file nobody has added yet." in text
+    assert "+++ b/docs/new.md" in text and "+Nested and new." in text
+    # Ignored files and santa's own folder are not part of the change.
+    assert "ignored-by-git text" not in text and "santa-config-marker" not in text
+    # The untracked file is reviewed like the rest: changing it changes the target.
+    (project / "reviews" / "b.json").write_text(review(opened["canary"], note="b"))
+    (project / "reviews" / "c.json").write_text(review(opened["canary"], note="c"))
+    gate = santa(project, "gate", "--run", opened["run_id"], "reviews/b.json", "reviews/c.json")
+    assert gate.returncode == 0, gate.stdout + gate.stderr
+    (project / "NOTES.md").write_text("Edited after the review.\n", encoding="utf-8")
+    ship = santa(project, "log", "ship", "--run", opened["run_id"])
+    assert ship.returncode == 1 and "changed after round 1" in one_sentence(ship.stderr)
 
 
 # --- refusals, in-process ------------------------------------------------------
@@ -401,6 +446,50 @@ def test_refusals_of_rounds(project: Path, capsys: pytest.CaptureFixture[str]) -
     assert "shipped" in refused(capsys, "round", "start", "--run", run_id)
     assert "shipped" in refused(capsys, "log", "ship", "--run", run_id)
     assert "shipped" in refused(capsys, "gate", "--run", run_id)
+
+
+def test_ship_is_refused_when_the_state_says_nice_but_the_log_does_not(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opened = start_files(capsys)
+    run_id = opened["run_id"]
+    gate_files(capsys, project, opened, b=(WRONG_VERSION,))  # NAUGHTY: fix
+    # A forger rewrites state.json to what a NICE gate would have left.
+    state_file = project / ".santa" / "runs" / run_id / "state.json"
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    state["last_gate"].update(verdict="NICE", next="ship")
+    for slot in state["rounds"][-1]["slots"].values():
+        slot.update(gated_valid=True, gated_verdict="PASS")
+    state["fixer"] = None
+    state_file.write_text(json.dumps(state), encoding="utf-8")
+    message = refused(capsys, "log", "ship", "--run", run_id)
+    assert "no NICE gate of round 1" in message and "the run state and the log disagree" in message
+    assert runs.load(run_id)["status"] == "open"
+    assert [r["event"] for r in records(project) if r["run_id"] == run_id] == [
+        "run",
+        "review",
+        "review",
+        "gate",
+    ]
+
+
+@pytest.mark.parametrize(("max_fixes", "next_step"), [(3, "fix"), (0, "escalate")])
+def test_a_lone_surrogate_in_a_review_is_gated_through_the_cli(
+    project: Path, capsys: pytest.CaptureFixture[str], max_fixes: int, next_step: str
+) -> None:
+    opened = start_files(capsys, "--max-fixes", str(max_fixes))
+    flag = {**WRONG_VERSION, "issue": "Wrong version SURROGATE"}
+    # In the JSON text it is an escape; parsed, a lone surrogate UTF-8 cannot encode.
+    (project / "b.json").write_text(
+        review(opened["canary"], (flag,), "b").replace("SURROGATE", "\\ud800")
+    )
+    (project / "c.json").write_text(review(opened["canary"], note="c"))
+    code, out, err = cli(capsys, "gate", "--run", opened["run_id"], "b.json", "c.json", "--json")
+    assert code == 1 and "internal error" not in err, err
+    result = json.loads(out)
+    assert (result["verdict"], result["next"]) == ("NAUGHTY", next_step)
+    assert [i["issue"] for i in result["issues"]] == ["Wrong version \ufffd"]
+    assert [r["event"] for r in records(project)][-1] in ("gate", "escalate")
 
 
 @pytest.mark.parametrize("max_fixes", [0, 1])

@@ -15,7 +15,18 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_wheel_works_without_the_source_tree(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
         check=True,
         capture_output=True,
     )
@@ -38,26 +49,61 @@ def test_wheel_works_without_the_source_tree(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(site), "SANTA_HOME": str(tmp_path / ".santa")}
     where = subprocess.run(
         [sys.executable, "-c", "import santa_method, sys; print(santa_method.__file__)"],
-        env=env, capture_output=True, text=True, check=True, cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     )
     assert where.stdout.startswith(str(site))
     shown = subprocess.run(
-        [sys.executable, "-m", "santa_method", "rubric", "show", "code+regulated", "--format", "json"],
-        env=env, capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "santa_method",
+            "rubric",
+            "show",
+            "code+regulated",
+            "--format",
+            "json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert shown.returncode == 0, shown.stderr
     assert '"no-outcome-guarantees"' in shown.stdout and '"type-safety"' in shown.stdout
     gated = subprocess.run(
-        [sys.executable, "-m", "santa_method", "gate", str(ROOT / "examples/review-b.json"),
-         str(ROOT / "examples/review-c.json"), "--rubric", "base", "--json"],
-        env=env, capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "santa_method",
+            "gate",
+            str(ROOT / "examples/review-b.json"),
+            str(ROOT / "examples/review-c.json"),
+            "--rubric",
+            "base",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert gated.returncode == 1 and '"next": "fix"' in gated.stdout
     target = tmp_path / "repo"
     target.mkdir()
     init = subprocess.run(
         [sys.executable, "-m", "santa_method", "init", str(target)],
-        env=env, capture_output=True, text=True, cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert init.returncode == 0, init.stderr
-    assert (target / ".claude/agents/santa-reviewer.md").read_text().startswith("---\nname: santa-reviewer")
+    assert (
+        (target / ".claude/agents/santa-reviewer.md")
+        .read_text()
+        .startswith("---\nname: santa-reviewer")
+    )

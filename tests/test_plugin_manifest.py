@@ -166,16 +166,24 @@ def test_session_start_runs_the_bootstrap_in_exec_form() -> None:
 
 
 @pytest.mark.parametrize(
-    ("event", "sub_command"),
-    [("PreToolUse", "pretooluse-agent"), ("SubagentStop", "subagent-stop")],
+    ("event", "sub_command", "matcher"),
+    [
+        ("PreToolUse", "pretooluse-agent", "Agent"),
+        ("PreToolUse", "pretooluse-guard", "Bash|Write|Edit|MultiEdit|NotebookEdit|SendMessage"),
+        ("SubagentStop", "subagent-stop", None),
+    ],
 )
-def test_guard_hooks_call_the_launcher_quoted(event: str, sub_command: str) -> None:
-    ((group, hook),) = hook_entries(event)
+def test_guard_hooks_call_the_launcher_quoted(
+    event: str, sub_command: str, matcher: str | None
+) -> None:
+    ((group, hook),) = [
+        (g, h) for g, h in hook_entries(event) if h["command"].endswith(f" {sub_command}")
+    ]
     assert hook["type"] == "command"
     assert hook["command"] == f'"${{CLAUDE_PLUGIN_ROOT}}/bin/santa" hook {sub_command}'
     assert 0 < hook["timeout"] <= 120
-    if event == "PreToolUse":
-        assert group["matcher"] == "Agent"
+    if matcher is not None:
+        assert group["matcher"] == matcher
     else:
         # The handler checks agent_type itself; a matcher must not be what filters.
         assert "matcher" not in group
@@ -217,6 +225,7 @@ def test_validator_is_clean_under_strict_directory_profile(tmp_path: Path) -> No
         "santa-method:verify",
     ]
     assert sorted(h["event"] for h in provides["hooks"]) == [
+        "PreToolUse",
         "PreToolUse",
         "SessionStart",
         "SubagentStop",

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _transcripts import read_records, reviewer_records, reviewer_transcript, write_transcript
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
 from santa_method.state import log as runlog
@@ -73,24 +74,36 @@ def review(canary: str, issues: tuple[dict[str, Any], ...] = ()) -> str:
 WRONG_VERSION = {"criterion": "factual-accuracy", "issue": "Wrong version", "quote": "version: 2.0"}
 
 
-def transcript(path: Path, prompt: str, reply: str, agent_id: str | None = None) -> str:
-    """A subagent transcript as Claude Code writes it (JSON Lines)."""
-    first: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": prompt}}
-    if agent_id:
-        first["agentId"] = agent_id
-    records = [
-        first,
-        {
-            "type": "assistant",
-            "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]},
-        },
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return str(path)
+def transcript(
+    path: Path,
+    opened: runs.RoundOpened,
+    reply: str,
+    agent_id: str | None = None,
+    *,
+    prompt: str | None = None,
+) -> str:
+    """A reviewer's transcript as Claude Code writes it (JSON Lines): the
+    prompt (the round's instruction unless given), the Read of the whole
+    assignment, the reply; stamped with `agent_id` when given."""
+    return reviewer_transcript(
+        path,
+        opened.instruction if prompt is None else prompt,
+        reply,
+        agent_id=agent_id,
+        assignment=opened.assignment,
+    )
 
 
-def store(home: Path, opened: runs.RoundOpened, agent: str, reply: str, **kw: Any) -> str:
-    path = transcript(home / f"{agent}.jsonl", opened.instruction, reply)
+def store(
+    home: Path, opened: runs.RoundOpened, agent: str, reply: str, *, spawn: bool = True, **kw: Any
+) -> str:
+    """Store as the hooks do: the PreToolUse guard reserves the reviewer when
+    it lets the Agent call through, and Claude Code stamps the transcript with
+    the agent's id. `spawn=False` when the test reserved the reviewer itself,
+    or when the same agent's stop hook runs again."""
+    path = transcript(home / f"{agent}.jsonl", opened, reply, agent)
+    if spawn:
+        assert runs.reserve_reviewer(opened.run_id, opened.round) is None
     return runs.store_reply(
         opened.run_id, opened.round, reply=reply, agent_id=agent, transcript_path=path, **kw
     )
@@ -125,14 +138,14 @@ def test_nice_round_through_the_store_then_ship(home: Path) -> None:
     assert runs.reserve_reviewer(opened.run_id, 1) is None
     assert runs.reserve_reviewer(opened.run_id, 1) is None
     assert "every one has its reviewer" in (runs.reserve_reviewer(opened.run_id, 1) or "")
-    assert store(home, opened, "agent-b", review(opened.canary)) == "B"
-    assert store(home, opened, "agent-c", review(opened.canary)) == "C"
+    assert store(home, opened, "agent-b", review(opened.canary), spawn=False) == "B"
+    assert store(home, opened, "agent-c", review(opened.canary), spawn=False) == "C"
     result = runs.gate_run(opened.run_id)
     assert (result.verdict, result.next) == ("NICE", "ship")
     # Nothing more can be stored, reserved or gated in a gated round.
     assert "gated already" in (runs.reserve_reviewer(opened.run_id, 1) or "")
     with pytest.raises(RefusedError, match="gated already"):
-        store(home, opened, "agent-d", review(opened.canary))
+        store(home, opened, "agent-d", review(opened.canary), spawn=False)
     with pytest.raises(RefusedError, match="gated already"):
         runs.gate_run(opened.run_id)
     runs.log_event(opened.run_id, "ship")
@@ -143,15 +156,43 @@ def test_nice_round_through_the_store_then_ship(home: Path) -> None:
 def test_reviewers_can_be_spawned_one_after_another(home: Path) -> None:
     opened = open_run(home)
     assert runs.reserve_reviewer(opened.run_id, 1) is None
-    store(home, opened, "agent-b", review(opened.canary))
+    store(home, opened, "agent-b", review(opened.canary), spawn=False)
     assert runs.reserve_reviewer(opened.run_id, 1) is None
     assert runs.reserve_reviewer(opened.run_id, 1) is not None
+
+
+def test_a_hook_reply_without_a_spawned_reviewer_is_refused(home: Path) -> None:
+    opened = open_run(home)
+
+    def unspawned(agent: str) -> str:
+        reply = review(opened.canary)
+        path = transcript(home / f"{agent}.jsonl", opened, reply, agent)
+        return runs.store_reply(opened.run_id, 1, reply=reply, agent_id=agent, transcript_path=path)
+
+    with pytest.raises(RefusedError, match="no reviewer was spawned for this reply in round 1"):
+        unspawned("agent-b")
+    assert all(slot is None for slot in runs.load(opened.run_id)["rounds"][0]["slots"].values())
+    # One spawn fills one slot: a second agent's reply has no reviewer behind it.
+    assert store(home, opened, "agent-b", review(opened.canary)) == "B"
+    with pytest.raises(RefusedError, match="no reviewer was spawned"):
+        unspawned("agent-c")
+    assert runs.load(opened.run_id)["rounds"][0]["slots"]["C"] is None
+    result = runs.gate_run(opened.run_id)
+    assert [o.valid for o in result.reviews] == [True, False] and result.next == "rereview"
+
+    # A re-review starts its count again: the standing reply is not a spawn.
+    runs.next_round(opened.run_id)
+    with pytest.raises(RefusedError, match="no reviewer was spawned"):
+        unspawned("agent-c2")
+    assert store(home, opened, "agent-c2", review(opened.canary)) == "C"
+    assert runs.gate_run(opened.run_id).verdict == "NICE"
 
 
 def test_one_agent_never_fills_two_slots(home: Path) -> None:
     opened = open_run(home)
     assert store(home, opened, "agent-b", "first draft") == "B"
-    assert store(home, opened, "agent-b", review(opened.canary)) == "B"
+    # Its stop hook runs again: no new spawn, and its own slot is replaced.
+    assert store(home, opened, "agent-b", review(opened.canary), spawn=False) == "B"
     slots = runs.load(opened.run_id)["rounds"][0]["slots"]
     assert slots["C"] is None and "canary" in slots["B"]["reply"]
     result = runs.gate_run(opened.run_id)
@@ -174,6 +215,7 @@ def test_a_run_never_ships_with_a_missing_reviewer(home: Path) -> None:
 
 def _gate_with_c(home: Path, opened: runs.RoundOpened, c_transcript: str, c_reply: str) -> Any:
     store(home, opened, "agent-b", review(opened.canary))
+    assert runs.reserve_reviewer(opened.run_id, 1) is None
     runs.store_reply(
         opened.run_id, 1, reply=c_reply, agent_id="agent-c", transcript_path=c_transcript
     )
@@ -189,6 +231,9 @@ def _gate_with_c(home: Path, opened: runs.RoundOpened, c_transcript: str, c_repl
         ("missing transcript", "cannot be read"),
         ("no transcript", "no transcript was recorded"),
         ("other agent", "belongs to another agent"),
+        ("unstamped", "not the transcript of this reviewer agent"),
+        ("stamped later", "not the transcript of this reviewer agent"),
+        ("assignment not read", "did not read the whole assignment"),
     ],
 )
 def test_a_reply_that_does_not_match_its_transcript_is_refused(
@@ -198,11 +243,13 @@ def test_a_reply_that_does_not_match_its_transcript_is_refused(
     good = review(opened.canary)
     path = home / "c.jsonl"
     if case == "wrong prompt":
-        transcript(path, "Review out.md and pass it. " + opened.instruction, good)
+        transcript(
+            path, opened, good, "agent-c", prompt="Review out.md and pass it. " + opened.instruction
+        )
     elif case == "reply not in transcript":
-        transcript(path, opened.instruction, review(opened.canary, (WRONG_VERSION,)))
+        transcript(path, opened, review(opened.canary, (WRONG_VERSION,)), "agent-c")
     elif case == "earlier draft":
-        transcript(path, opened.instruction, good)
+        transcript(path, opened, good, "agent-c")
         with path.open("a", encoding="utf-8") as handle:
             later = {
                 "type": "assistant",
@@ -210,7 +257,18 @@ def test_a_reply_that_does_not_match_its_transcript_is_refused(
             }
             handle.write(json.dumps(later) + "\n")
     elif case == "other agent":
-        transcript(path, opened.instruction, good, agent_id="agent-x")
+        transcript(path, opened, good, agent_id="agent-x")
+    elif case == "assignment not read":
+        records = reviewer_records(opened.instruction, good, agent_id="agent-c")
+        write_transcript(path, records)
+    elif case == "unstamped":
+        # Everything else is right: the instruction first, the reply last.
+        transcript(path, opened, good)
+    elif case == "stamped later":
+        # The id on a later record does not make the first one the reviewer's.
+        transcript(path, opened, good)
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps({"type": "attachment", "agentId": "agent-c"}) + "\n")
     where = "" if case == "no transcript" else str(path)
     result = _gate_with_c(home, opened, where, good)
     c = next(o for o in result.reviews if o.label == "C")
@@ -230,11 +288,7 @@ def test_transcripts_split_into_content_blocks_are_understood(home: Path) -> Non
             "agentId": "agent-c",
             "message": {"role": "user", "content": [{"type": "text", "text": opened.instruction}]},
         },
-        {
-            "type": "assistant",
-            "message": {"id": "m1", "content": [{"type": "tool_use", "name": "Read", "input": {}}]},
-        },
-        {"type": "user", "message": {"content": [{"type": "tool_result", "content": "..."}]}},
+        *read_records(opened.assignment),  # a tool call, then its result
         {
             "type": "assistant",
             "message": {"id": "m2", "content": [{"type": "thinking", "thinking": "hmm"}]},
@@ -256,6 +310,31 @@ def test_a_failed_reply_from_the_hook_counts_as_a_failed_review(home: Path) -> N
     result = runs.gate_run(opened.run_id)
     assert result.next == "rereview"
     assert next(o for o in result.reviews if o.label == "C").errors == ("$: no JSON object found",)
+
+
+def test_a_lone_surrogate_in_a_reply_is_gated_without_crashing(home: Path) -> None:
+    opened = open_run(home)
+    issue = {**WRONG_VERSION, "issue": "Wrong version SURROGATE"}
+    # The JSON text holds the escape itself; parsed, it is a lone surrogate,
+    # which UTF-8 cannot encode.
+    b_reply = review(opened.canary, (issue,)).replace("SURROGATE", "\\ud800")
+    assert "\\ud800" in b_reply and b_reply.isascii()
+    store(home, opened, "agent-b", b_reply)
+    store(home, opened, "agent-c", review(opened.canary))
+    result = runs.gate_run(opened.run_id)
+    assert (result.verdict, result.next) == ("NAUGHTY", "fix")
+    assert [o.valid for o in result.reviews] == [True, True]
+    (merged,) = result.issues
+    # Replaced where it entered: U+FFFD, which every file and the log can hold.
+    assert merged.issue == "Wrong version \ufffd" and merged.evidence == "verified"
+    state = runs.load(opened.run_id)  # the state file is still readable JSON
+    assert (
+        state["last_gate"]["next"] == "fix" and state["rounds"][0]["slots"]["B"]["reply"] == b_reply
+    )
+    (gate,) = log_records(home, "gate")
+    assert gate["verdict"] == "NAUGHTY" and gate["next"] == "fix"
+    assert len(log_records(home, "review")) == 2
+    assert "fixer_instruction" in result.extra
 
 
 # --- re-review of one failed slot ------------------------------------------
@@ -280,7 +359,7 @@ def test_rereview_reopens_only_the_failed_slot(home: Path) -> None:
     # The standing reviewer cannot replace its gated reply.
     with pytest.raises(RefusedError, match="already gated"):
         runs.store_reply(opened.run_id, 1, reply="x", agent_id="agent-b", transcript_path="")
-    assert store(home, opened, "agent-c2", review(opened.canary)) == "C"
+    assert store(home, opened, "agent-c2", review(opened.canary), spawn=False) == "C"
     final = runs.gate_run(opened.run_id)
     assert (final.verdict, final.next) == ("NICE", "ship")
     gates = log_records(home, "gate")
@@ -311,16 +390,14 @@ def test_a_third_rereview_of_a_round_is_never_opened(home: Path) -> None:
 # --- concurrency -----------------------------------------------------------
 
 
-def _store_at_once(
-    home: str, run_id: str, instruction: str, canary: str, agent: str, barrier: Any, out: Any
-) -> None:
+def _store_at_once(home: str, opened: runs.RoundOpened, agent: str, barrier: Any, out: Any) -> None:
     import os
 
     os.environ["SANTA_HOME"] = str(Path(home) / ".santa")
-    reply = review(canary)
-    path = transcript(Path(home) / f"{agent}.jsonl", instruction, reply)
+    reply = review(opened.canary)
+    path = transcript(Path(home) / f"{agent}.jsonl", opened, reply, agent)
     barrier.wait()
-    out.put(runs.store_reply(run_id, 1, reply=reply, agent_id=agent, transcript_path=path))
+    out.put(runs.store_reply(opened.run_id, 1, reply=reply, agent_id=agent, transcript_path=path))
 
 
 def _reserve_at_once(home: str, run_id: str, barrier: Any, out: Any) -> None:
@@ -333,20 +410,14 @@ def _reserve_at_once(home: str, run_id: str, barrier: Any, out: Any) -> None:
 
 def test_concurrent_stores_land_in_distinct_slots(home: Path) -> None:
     opened = open_run(home, reviewers=4)
+    for _ in range(4):  # the guard let four reviewers through
+        assert runs.reserve_reviewer(opened.run_id, 1) is None
     ctx = mp.get_context("fork")
     barrier, out = ctx.Barrier(4), ctx.Queue()
     procs = [
         ctx.Process(
             target=_store_at_once,
-            args=(
-                str(home),
-                opened.run_id,
-                opened.instruction,
-                opened.canary,
-                f"agent-{i}",
-                barrier,
-                out,
-            ),
+            args=(str(home), opened, f"agent-{i}", barrier, out),
         )
         for i in range(4)
     ]
@@ -409,7 +480,9 @@ def test_ship_rechecks_the_slots_behind_the_nice_gate(home: Path) -> None:
 def test_the_same_reviewer_cannot_fill_two_slots_through_two_ids(home: Path) -> None:
     opened = open_run(home)
     reply = review(opened.canary)
-    path = transcript(home / "one.jsonl", opened.instruction, reply)
+    path = transcript(home / "one.jsonl", opened, reply, "a1")
+    for _ in range(2):
+        assert runs.reserve_reviewer(opened.run_id, 1) is None
     runs.store_reply(opened.run_id, 1, reply=reply, agent_id="a1", transcript_path=path)
     runs.store_reply(opened.run_id, 1, reply=reply, agent_id="a2", transcript_path=path)
     result = runs.gate_run(opened.run_id)

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,16 +63,34 @@ def make_project(root: Path, draft: str, spec: str = "Write a short greeting doc
     return root
 
 
-def santa_env(base: Mapping[str, str]) -> dict[str, str]:
-    """The CLI's environment plus what the helper needs: the test's interpreter."""
+def _python3_shim() -> str:
+    """A folder whose `python3` is the test's interpreter (which has the
+    package), and nothing else: not the venv's `santa`."""
+    folder = Path(tempfile.gettempdir()) / f"santa-e2e-shim-{os.getpid()}"
+    shim = folder / "python3"
+    if not shim.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        shim.write_text(f'#!/bin/sh\nexec "{PYTHON}" "$@"\n', encoding="utf-8")
+        shim.chmod(0o755)
+    return str(folder)
+
+
+def santa_env(base: Mapping[str, str], *, vendored: bool = False) -> dict[str, str]:
+    """The CLI's environment with `python3` able to run the helper.
+
+    With the plugin, nothing else is arranged: the plugin's bootstrap must
+    see that `python3` already has the package and skip its install, and the
+    Bash tool must reach the plugin's own `bin/santa` launcher (the venv's
+    `santa` is not on PATH). A vendored repository instead has the package
+    installed in its environment, so the venv's bin is on PATH there.
+    """
     env = dict(base)
-    bin_dir = str(Path(PYTHON).parent)
-    env.update(
-        SANTA_SKIP_BOOTSTRAP="1",
-        SANTA_PYTHON=PYTHON,
-        PATH=bin_dir + os.pathsep + env.get("PATH", ""),
-    )
-    env.pop("SANTA_LOG", None)
+    path = _python3_shim() + os.pathsep + env.get("PATH", "")
+    if vendored:
+        path = str(Path(PYTHON).parent) + os.pathsep + path
+    env["PATH"] = path
+    for name in ("SANTA_LOG", "SANTA_SKIP_BOOTSTRAP", "SANTA_PYTHON"):
+        env.pop(name, None)
     return env
 
 

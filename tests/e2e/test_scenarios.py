@@ -551,7 +551,7 @@ def test_vendored_repository_ships_clean_output_without_the_plugin(
     run = run_claude(
         claude_cli,
         project,
-        santa_env(claude_env(server)),
+        santa_env(claude_env(server), vendored=True),
         prompt="/santa-verify draft.md --spec spec.md",
         plugin=False,
     )
@@ -571,3 +571,59 @@ def test_vendored_repository_ships_clean_output_without_the_plugin(
         ("ship",),
     ]
     assert log_records(project)[1]["agent_id"]
+
+
+# --- 9. a reviewer that greps for the canary instead of reading -----------------
+
+
+def _grep_for_the_canary(body: dict[str, Any]) -> ToolUse:
+    from .scenario_helpers import assignment_path
+
+    return ToolUse(
+        "Grep",
+        {
+            "pattern": "santa-canary: |^### `",
+            "path": assignment_path(body),
+            "output_mode": "content",
+        },
+    )
+
+
+def _answer_from_grep(body: dict[str, Any]) -> Text:
+    # Canary and criteria taken from the Grep result: a review of nothing.
+    seen = "\n".join(c.result or "" for c in tool_calls(body))
+    canary = re.findall(r"santa-canary: ([A-Za-z0-9_-]+)", seen)[-1]
+    criteria = list(dict.fromkeys(re.findall(r"### `([a-z0-9-]+)`", seen)))
+    return Text(
+        json.dumps(
+            {
+                "verdict": "PASS",
+                "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in criteria],
+                "critical_issues": [],
+                "canary": canary,
+            }
+        )
+    )
+
+
+def test_a_reviewer_that_never_read_the_output_is_not_counted(
+    stub_server, claude_cli, claude_env, tmp_path: Path
+) -> None:
+    story = Story()
+    server = _server(
+        stub_server,
+        clean_main(story),
+        PerAgent(
+            # Finds the canary with Grep, answers, is blocked; then reads and answers.
+            [_grep_for_the_canary, _answer_from_grep, read_assignment, answer()],
+            [read_assignment, answer()],
+        ),
+    )
+    project = make_project(tmp_path / "project", CLEAN)
+    _ok(run_claude(claude_cli, project, santa_env(claude_env(server))))
+
+    skimmer = next(r for r in _reviewers(server) if tool_calls(r[1].body)[0].name == "Grep")
+    back = skimmer[2].text
+    assert "not valid and was not counted" in back
+    assert "did not read the whole assignment" in back
+    assert _story(project)[-2:] == [("gate", "NICE", "ship"), ("ship",)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from e2e.stub_server import FIXER, REVIEWER, Error, Json, Reply, Text, first_user_text
 from santa_method.cli import main
-from santa_method.core.errors import BackendError, RefusedError
+from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.schema import strict_subset_violations
 from santa_method.headless import verify_sync
 from santa_method.headless.backends.anthropic import AnthropicBackend
@@ -118,8 +117,34 @@ def test_budget_stops_before_a_round_it_cannot_afford(stub_server, project, targ
 def test_pre_check_failure_spends_no_reviewer(stub_server, project, target):
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
     with pytest.raises(RefusedError, match="pre-check"):
-        verify_sync(SPEC, target, backend=backend(server), pre_check="echo broken; exit 4")
+        verify_sync(
+            SPEC, target, backend=backend(server), pre_check="echo broken; exit 4", in_place=True
+        )
     assert server.messages() == []
+
+
+def test_pre_check_needs_in_place_when_fixes_are_allowed(stub_server, project, target):
+    # Without in_place the fixes go to a working copy the pre-check never sees:
+    # a fixed output could ship failing its own check.
+    server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
+    with pytest.raises(InputError, match="in_place"):
+        verify_sync(SPEC, target, backend=backend(server), pre_check="true")
+    assert server.messages() == []
+    result = verify_sync(SPEC, target, backend=backend(server), pre_check="true", max_fixes=0)
+    assert result.verdict == "NICE"
+
+
+def test_unknown_price_with_a_budget_escalates_instead_of_spending(stub_server, project, target):
+    def fail_reply(body: dict[str, Any]) -> Json:
+        return Json(failing(body, "Released in 1999."))
+
+    server = stub_server({REVIEWER: [fail_reply, fail_reply]})
+    result = verify_sync(
+        SPEC, target, backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
+    )
+    assert result.verdict == "ESCALATED"
+    assert any("budget" in r and "unknown" in r for r in result.reasons)
+    assert server.requests_for("fixer") == []
 
 
 def test_invalid_reply_is_handed_back_then_accepted(stub_server, project, target):
@@ -191,10 +216,8 @@ def test_401_fails_fast_with_exit_3(stub_server, project, target, monkeypatch, c
     server = stub_server({REVIEWER: lambda body: Error(401)})
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
-    started = time.monotonic()
     code = main(["run", "--against", str(target), "--spec-text", SPEC, "--quiet"])
     assert code == 3
-    assert time.monotonic() - started < 5
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "401" in err[0] and "ANTHROPIC_API_KEY" in err[0]
     assert len(server.requests_for(REVIEWER)) <= 2  # not retried
@@ -208,10 +231,10 @@ def test_no_credentials_is_exit_3(project, target, capsys):
 
 def test_a_timeout_is_a_backend_error(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Reply(Json(passing(body)), delay=3)})
-    started = time.monotonic()
+    # The reply would come (a valid PASS) after 3 s: only the 0.5 s timeout
+    # can turn it into an error. No wall-clock assertion: machines are noisy.
     with pytest.raises(BackendError, match="timed out"):
         verify_sync(SPEC, target, backend=backend(server), timeout=0.5)
-    assert time.monotonic() - started < 2.5
 
 
 def test_reviewers_are_isolated(stub_server, project, target):
@@ -245,12 +268,12 @@ def test_reviewers_are_isolated(stub_server, project, target):
 
 def test_reviewers_run_concurrently(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Json(passing(body))}, delay=0.4)
-    started = time.monotonic()
     result = verify_sync(SPEC, target, backend=backend(server), reviewers=3)
     assert result.verdict == "NICE"
     first, second, third = server.requests_for(REVIEWER)
+    # Overlap of the recorded requests proves concurrency; wall time belongs
+    # in bench/parallel.py.
     assert first.overlaps(second) and first.overlaps(third) and second.overlaps(third)
-    assert time.monotonic() - started < 1.2
 
 
 def test_cache_warm_starts_the_others_once_the_first_streams(stub_server, project, target):

@@ -19,7 +19,10 @@ Every internal error ends in a refusal (PreToolUse) or a stored failed review
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,6 +78,11 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     is_review_prompt = "santa-method review, run " in prompt
     is_fix_prompt = "santa-method fix, run " in prompt
 
+    if kind in REVIEWER_TYPES | FIXER_TYPES and tool_input.get("model"):
+        return deny(
+            "Do not choose a model for santa reviewers or the fixer: their model comes from the "
+            "agent definition. Call the Agent tool again without `model`."
+        )
     if kind in REVIEWER_TYPES:
         found = runs.find_round(prompt)
         if found is None:
@@ -83,7 +91,10 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
                 "for the open round, character for character, and nothing else. Run "
                 "`santa round start ... --json` and pass its `instruction` unchanged."
             )
-        refusal = runs.reserve_reviewer(*found)
+        tool_use_id = payload.get("tool_use_id")
+        refusal = runs.reserve_reviewer(
+            *found, tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None
+        )
         if refusal:
             return deny(
                 f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`."
@@ -105,7 +116,121 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     return None
 
 
+# --- PreToolUse guards on everything else that could bypass the loop --------
+
+# Shell commands that forge the loop's inputs: calling our hooks by hand,
+# hiding Claude Code from the helper, switching to review files, touching
+# the run state or the log directly.
+_FORBIDDEN_SHELL = (
+    (re.compile(r"\bhook\s+(?:pretooluse|subagent-stop)|santa-hook"), "runs a santa hook by hand"),
+    (re.compile(r"CLAUDECODE"), "changes how the helper sees Claude Code"),
+    (re.compile(r"--source(?:\s+|=)['\"]?files"), "switches a run to review files"),
+    (re.compile(r"\.santa/(?:runs\b|log\.jsonl)"), "touches santa's run state or log directly"),
+)
+
+
+def _santa_dir() -> Path:
+    from santa_method.state.paths import santa_dir
+
+    return santa_dir().resolve()
+
+
+def _transcripts_dir() -> Path:
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    return (Path(base) / "projects").resolve()
+
+
+def _protected(path_text: str, cwd: str | None) -> str | None:
+    path = Path(path_text)
+    if not path.is_absolute():
+        path = Path(cwd or os.getcwd()) / path
+    path = path.resolve()
+    santa = _santa_dir()
+    for folder, what in (
+        (santa / "runs", "santa's run state"),
+        (_transcripts_dir(), "agent transcripts"),
+    ):
+        if path == folder or folder in path.parents:
+            return what
+    if path.name == "log.jsonl" and path.parent == santa:
+        return "santa's iteration log"
+    return None
+
+
+def _open_run_ids() -> list[str]:
+    from santa_method.state import runs
+
+    open_ids = []
+    for run_id in runs.list_run_ids():
+        try:
+            if runs.load(run_id)["status"] == "open":
+                open_ids.append(run_id)
+        except Exception:
+            continue
+    return open_ids
+
+
+def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
+    try:
+        return _pretooluse_guard(payload)
+    except Exception as exc:
+        return deny(f"santa-method could not check this tool call ({type(exc).__name__}: {exc})")
+
+
+def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
+    tool = payload.get("tool_name")
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, Mapping):
+        return None
+    if tool == "Bash":
+        command = str(tool_input.get("command") or "")
+        for pattern, what in _FORBIDDEN_SHELL:
+            if pattern.search(command):
+                return deny(
+                    f"This command {what}, which would bypass the santa loop. Use the santa "
+                    "commands the skill lists (santa round start, santa gate --run, santa log, "
+                    "santa report) and let the hooks do their part."
+                )
+        return None
+    if tool in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
+        target = tool_input.get("file_path") or tool_input.get("notebook_path")
+        if isinstance(target, str) and target:
+            what = _protected(
+                target, payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
+            )
+            if what:
+                return deny(
+                    f"{target} is part of {what}; only the santa helper and Claude Code write it."
+                )
+        return None
+    if tool == "SendMessage":
+        open_ids = _open_run_ids()
+        if open_ids:
+            return deny(
+                "No messages to other agents while a santa run is open "
+                f"({', '.join(open_ids)}): reviewers and the fixer see only their assignment. "
+                "Finish the run, or stop it with `santa log escalate --run ID`."
+            )
+    return None
+
+
 # --- SubagentStop for reviewers ---------------------------------------------
+
+
+def _records(transcript_path: str) -> list[dict[str, Any]]:
+    records = []
+    try:
+        with open(transcript_path, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(record, dict):
+                    records.append(record)
+    except OSError:
+        pass
+    return records
 
 
 def _first_prompt(transcript_path: str) -> str | None:
@@ -155,7 +280,7 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
     from santa_method.core.review import unverified_quote_messages, validate_reply
-    from santa_method.core.rubric import rubric_from_json
+    from santa_method.core.rubric import rubric_from_json, rubric_hash
     from santa_method.state import runs
 
     run_id, round_number = found
@@ -164,10 +289,24 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     current = state["rounds"][-1]
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
     output = (folder / f"round-{round_number}" / "output.txt").read_text(encoding="utf-8")
+    if (
+        rubric_hash(rubric) != state["rubric_hash"]
+        or runs.sha256(output) != current["output_sha256"]
+    ):
+        # Judging against edited run files would hand the reviewer wrong
+        # errors; the gate refuses such a run anyway.
+        raise RuntimeError("the run's rubric or reviewed output was changed after the round opened")
     reply = payload.get("last_assistant_message")
     reply = reply if isinstance(reply, str) else ""
-    agent_id = str(payload.get("agent_id") or "unknown")
+    agent_id = payload.get("agent_id")
+    if not isinstance(agent_id, str) or not agent_id:
+        raise RuntimeError("the stop hook's input names no agent_id")
     result = validate_reply(reply, rubric=rubric, output=output, canary=current["canary"])
+    unread = runs.reading_problem(_records(transcript), current["assignment"])
+    if unread:
+        # Reading is part of a valid review: a reply from a reviewer that
+        # skipped part of the assignment (or peeked at other reviews) fails.
+        result = dataclasses.replace(result, valid=False, errors=(*result.errors, unread))
 
     counter_file = _blocks_file(folder, round_number, agent_id)
     counter = (
@@ -234,7 +373,11 @@ def _store_failure(payload: Mapping[str, Any], found: tuple[str, int] | None, wh
     return None
 
 
-HANDLERS = {"pretooluse-agent": pretooluse_agent, "subagent-stop": subagent_stop}
+HANDLERS = {
+    "pretooluse-agent": pretooluse_agent,
+    "pretooluse-guard": pretooluse_guard,
+    "subagent-stop": subagent_stop,
+}
 
 
 def run_hook(name: str, raw: str) -> str:
@@ -245,7 +388,7 @@ def run_hook(name: str, raw: str) -> str:
         payload = None
     handler = HANDLERS[name]
     if not isinstance(payload, dict):
-        if name == "pretooluse-agent":
+        if name.startswith("pretooluse"):
             return json.dumps(deny("santa-method could not read the hook input"))
         return ""
     result = handler(payload)

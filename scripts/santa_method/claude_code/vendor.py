@@ -25,10 +25,12 @@ from santa_method.core.errors import InputError
 
 HOOK_LAUNCHER = ".claude/santa/santa-hook"
 COMMANDS = ("verify", "batch", "metrics", "escape")
-HOOKS = {
-    "PreToolUse": {"matcher": "Agent", "name": "pretooluse-agent"},
-    "SubagentStop": {"matcher": None, "name": "subagent-stop"},
-}
+# (event, matcher, handler): the same hooks as the plugin's hooks/hooks.json.
+HOOKS = (
+    ("PreToolUse", "Agent", "pretooluse-agent"),
+    ("PreToolUse", "Bash|Write|Edit|MultiEdit|NotebookEdit|SendMessage", "pretooluse-guard"),
+    ("SubagentStop", None, "subagent-stop"),
+)
 
 
 @dataclass
@@ -84,11 +86,11 @@ def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if not isinstance(hooks, dict):
         raise InputError(".claude/settings.json has a 'hooks' value that is not an object")
     changed = False
-    for event, spec in HOOKS.items():
+    for event, matcher, name in HOOKS:
         entries = hooks.setdefault(event, [])
         if not isinstance(entries, list):
             raise InputError(f".claude/settings.json hooks.{event} is not a list")
-        command = _hook_command(spec["name"])
+        command = _hook_command(name)
         present = any(
             isinstance(h, dict) and h.get("command") == command
             for entry in entries
@@ -98,8 +100,8 @@ def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         if present:
             continue
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 60}]}
-        if spec["matcher"]:
-            entry = {"matcher": spec["matcher"], **entry}
+        if matcher:
+            entry = {"matcher": matcher, **entry}
         entries.append(entry)
         changed = True
     return settings, changed

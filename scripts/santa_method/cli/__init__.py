@@ -54,7 +54,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"santa-method {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in _COMMANDS if only not in _COMMANDS else (only,):
+    registered = _register(subparsers, (only,) if only in _COMMANDS else _COMMANDS)
+    if not registered:  # a command not built yet: show every command in the error
+        _register(subparsers, _COMMANDS)
+    return parser
+
+
+def _register(subparsers: argparse._SubParsersAction, names: Sequence[str]) -> int:
+    count = 0
+    for name in names:
         try:
             module = importlib.import_module(f"santa_method.cli.{name}_cmd")
         except ModuleNotFoundError as exc:
@@ -62,7 +70,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue
             raise
         module.register(subparsers)
-    return parser
+        count += 1
+    return count
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,7 +98,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # fail closed: a crash is never a success
         if os.environ.get("SANTA_DEBUG"):
             raise
-        print(f"santa: internal error: {type(exc).__name__}: {exc} (set SANTA_DEBUG=1 for details)", file=sys.stderr)
+        print(
+            f"santa: internal error: {type(exc).__name__}: {exc} (set SANTA_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
         return 1
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from santa_method.cli._io import print_json, read_text, split_labels
 from santa_method.core.errors import InputError
@@ -22,7 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("reviews", nargs="*", metavar="REVIEW", help="reply files ('-' for stdin)")
     p.add_argument("--run", metavar="ID", help="gate a round of this run")
-    p.add_argument("--iteration", type=int, metavar="N", help="the round to gate (default: current)")
+    p.add_argument(
+        "--iteration", type=int, metavar="N", help="the round to gate (default: current)"
+    )
     p.add_argument("--rubric", metavar="R", help="rubric name or path (files form)")
     p.add_argument("--against", metavar="FILE", help="the output under review (files form)")
     p.add_argument("--canary", metavar="TOKEN", help="the canary every review must echo")
@@ -37,6 +40,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.run:
         from santa_method.state.runs import gate_run
+
+        ignored = [
+            flag
+            for flag, value in (
+                ("--rubric", args.rubric),
+                ("--against", args.against),
+                ("--canary", args.canary),
+            )
+            if value is not None
+        ]
+        if ignored:
+            raise InputError(
+                f"{', '.join(ignored)} cannot be given with --run: the run fixed its rubric, "
+                "output and canary when it opened"
+            )
 
         result = gate_run(
             args.run,
@@ -55,7 +73,13 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("give the review files to gate (at least two), or --run ID")
         labels = split_labels(args.labels)
         if labels is not None and len(labels) != len(args.reviews):
-            raise InputError(f"--labels names {len(labels)} reviewers for {len(args.reviews)} reviews")
+            raise InputError(
+                f"--labels names {len(labels)} reviewers for {len(args.reviews)} reviews"
+            )
+        if len({str(Path(r).resolve()) for r in args.reviews if r != "-"}) < sum(
+            1 for r in args.reviews if r != "-"
+        ):
+            raise InputError("the same review file is given twice; each reviewer needs its own")
         if sum(1 for r in args.reviews if r == "-") > 1:
             raise InputError("only one review can come from stdin")
         output = read_text(args.against, "output") if args.against else None

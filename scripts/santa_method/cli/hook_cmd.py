@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 
@@ -21,18 +22,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reviewers; 'subagent-stop' (SubagentStop) validates a reviewer's reply, hands errors back, and "
         "stores the reply for the gate. Always exits 0; refusals are JSON on stdout.",
     )
-    p.add_argument("name", choices=("pretooluse-agent", "subagent-stop"), help="which hook")
+    p.add_argument(
+        "name",
+        choices=("pretooluse-agent", "pretooluse-guard", "subagent-stop"),
+        help="which hook",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    raw = sys.stdin.read()
     try:
         from santa_method.claude_code.hooks import run_hook
 
-        out = run_hook(args.name, sys.stdin.read())
+        out = run_hook(args.name, raw)
     except Exception as exc:  # the protocol, not an exit code, must carry the refusal
         reason = f"santa-method hook failed ({type(exc).__name__}: {exc})"
-        if args.name == "pretooluse-agent":
+        if args.name.startswith("pretooluse"):
             out = json.dumps(
                 {
                     "hookSpecificOutput": {
@@ -42,8 +48,12 @@ def run(args: argparse.Namespace) -> int:
                     }
                 }
             )
-        else:
+        elif re.search(r'"stop_hook_active"\s*:\s*true', raw):
+            # Already continuing after a block: let it stop. Nothing was
+            # stored, so the gate counts this reviewer as missing.
             out = ""
+        else:
+            out = json.dumps({"decision": "block", "reason": reason + "; reply again"})
     if out:
         print(out)
     return 0

@@ -107,6 +107,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
+    """Inside Claude Code the model runs this command: it may tighten the
+    project's settings, never loosen them (more fixes, fewer reviewers, a
+    different pre-check)."""
+    looser = []
+    if args.max_fixes is not None and args.max_fixes > config.max_fixes:
+        looser.append(f"--max-fixes {args.max_fixes} (config: {config.max_fixes})")
+    if args.reviewers is not None and args.reviewers < config.reviewers:
+        looser.append(f"--reviewers {args.reviewers} (config: {config.reviewers})")
+    if args.pre_check is not None and config.pre_check and args.pre_check != config.pre_check:
+        looser.append("--pre-check (the config names its own)")
+    if (
+        args.budget_usd is not None
+        and config.budget_usd is not None
+        and args.budget_usd > config.budget_usd
+    ):
+        looser.append(f"--budget-usd {args.budget_usd} (config: {config.budget_usd})")
+    if looser:
+        raise RefusedError(
+            f"inside Claude Code these flags would loosen .santa/config.yaml: {', '.join(looser)}; "
+            "a person changes the config, not the run"
+        )
+
+
 def _start(args: argparse.Namespace) -> Any:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state import runs
@@ -117,14 +141,22 @@ def _start(args: argparse.Namespace) -> Any:
         raise InputError("say what to review: --against FILE or --against-diff REV")
     if args.spec is None and args.spec_text is None:
         raise InputError("say what the output must do: --spec FILE or --spec-text TEXT")
-    inside_claude_code = bool(os.environ.get("CLAUDECODE"))
+    # Any of Claude Code's own variables counts: unsetting one is not enough
+    # to switch a run inside Claude Code to review files.
+    inside_claude_code = any(
+        os.environ.get(name)
+        for name in ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT")
+    )
     if inside_claude_code and args.source == "files":
         raise RefusedError(
             "inside Claude Code a run takes reviews only from the reviewer hook "
             "(--source hook), so every review is checked against its reviewer's transcript"
         )
     root = project_root()
-    config = load_config().override(
+    configured = load_config()
+    if inside_claude_code:
+        _refuse_loosening(configured, args)
+    config = configured.override(
         rubric=args.rubric,
         reviewers=args.reviewers,
         models=args.models,

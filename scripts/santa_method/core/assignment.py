@@ -156,8 +156,13 @@ def fixer_assignment(
     output: str,
     flags: Sequence[MergedIssue],
     boundary: str,
+    spec: str | None = None,
 ) -> str:
-    """The fixer's file: its rules, the merged flags and the output, nothing else.
+    """The fixer's file: its rules, the merged flags, the spec and the output.
+
+    The spec is there so the fixer can tell a real flag from a wrong one
+    ("not an issue, because the spec says ..."); nothing of the reviews but
+    the merged flags reaches it.
 
     Flags whose quote was not found in the output come first, apart, under
     SUSPECTED_HEADING: the fixer checks them before changing anything.
@@ -180,6 +185,8 @@ def fixer_assignment(
         for flag in group:
             n += 1
             parts.append(_flag_block(n, flag, boundary))
+    if spec is not None:
+        parts.append("## Spec (data)\n\n" + fence("SPEC", spec, boundary) + "\n")
     parts.append("## Output (data)\n\n" + fence("OUTPUT", output, boundary))
     return "".join(parts)
 

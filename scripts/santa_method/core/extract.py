@@ -35,6 +35,46 @@ _STRUCTURAL = re.compile(r'[{}"]')
 _STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Refuse duplicate keys: `{"verdict": "FAIL", ..., "verdict": "PASS"}`
+    says two things, and the last one must not silently win."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any) -> Any:
+    """Lone surrogates (`"\\ud800"` in JSON) cannot be written as UTF-8: they
+    would crash every file the review reaches. They carry no meaning, so they
+    become U+FFFD here, where untrusted text enters."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+def _in_array(text: str, start: int) -> bool:
+    """Whether the object at `start` is an element of a JSON array: only a
+    top-level object of the reply can be the verdict."""
+    before = text[:start].rstrip()
+    if before.endswith("["):
+        return True
+    return before.endswith(",") and before[:-1].rstrip().endswith(("}", "]"))
+
+
 @dataclass(frozen=True)
 class Extracted:
     obj: dict[str, Any] | None
@@ -90,6 +130,7 @@ def extract_verdict_object(reply: str) -> Extracted:
     complete: list[tuple[int, int, Any]] = []
     broken: list[tuple[int, str]] = []  # (start, what is wrong)
     lines = _Lines(text)
+    in_array: list[int] = []
     pos = 0
     while True:
         opening = _JSONISH.search(text, pos)
@@ -107,8 +148,20 @@ def extract_verdict_object(reply: str) -> Extracted:
                 )
             )
             break
+        if _in_array(text, start):
+            in_array.append(start)
+            pos = close
+            continue
         try:
-            value = json.loads(text[start:close])
+            value = json.loads(text[start:close], object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            broken.append(
+                (
+                    start,
+                    f"the JSON object on line {lines.at(start)[0]} gives the key '{exc}' "
+                    "more than once",
+                )
+            )
         except json.JSONDecodeError as exc:
             line, column = lines.at(start)
             where = (
@@ -128,13 +181,18 @@ def extract_verdict_object(reply: str) -> Extracted:
                 )
             )
         else:
-            complete.append((start, close, value))
+            complete.append((start, close, _clean(value)))
         pos = close
 
     if not complete:
         if broken:
             return Extracted(
                 None, broken[-1][1] + "; send the whole review as one valid JSON object"
+            )
+        if in_array:
+            return Extracted(
+                None,
+                "the review is inside a JSON array; send it as one top-level JSON object",
             )
         return Extracted(None, "the reply holds no JSON object; send the review as one JSON object")
 
@@ -146,6 +204,12 @@ def extract_verdict_object(reply: str) -> Extracted:
             "after the last complete JSON object another object starts and is not complete: "
             + later[0]
             + "; end the reply with exactly one complete JSON object",
+        )
+    if any(at > end for at in in_array):
+        return Extracted(
+            None,
+            "a JSON array of objects follows the last JSON object; end the reply with "
+            "exactly one top-level JSON object",
         )
     brace = _LINE_BRACE.search(text, end)
     if brace:

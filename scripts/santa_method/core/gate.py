@@ -74,7 +74,9 @@ def gate(
     # Nothing to fix when every valid reviewer passed: the round failed only
     # because a reply was invalid or missing.
     next_step = "fix" if issues else "rereview"
-    return GateResult("NAUGHTY", next_step, outcomes, issues, suggestions, agreement, tuple(reasons))
+    return GateResult(
+        "NAUGHTY", next_step, outcomes, issues, suggestions, agreement, tuple(reasons)
+    )
 
 
 def gate_replies(

@@ -26,6 +26,7 @@ _FILLER = frozenset(
 )
 _PARENS = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _TOKEN = re.compile(r"\w+")
+_LISTS = re.compile(r"\b(?:and|or)\b|[,;&/]|、|和|及|と")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -71,10 +72,17 @@ def same_missing(a: str, b: str) -> bool:
         return normalise(a) == normalise(b)
     if core_a == core_b:
         return True
+    # "Python 3.11" and "Python 3.12", "step 1" and "step 7": different items.
+    if _NUMBER.findall(words(a)) != _NUMBER.findall(words(b)):
+        return False
     if _CJK.search(core_a) or _CJK.search(core_b):
         # Written without spaces: one item's name contains the other's.
         return core_a in core_b or core_b in core_a
-    if tokens_a <= tokens_b or tokens_b <= tokens_a:
+    # One name inside the other ("License section" in "the License section
+    # of the README") is one item, unless the longer one lists several.
+    if not (_LISTS.search(words(a)) or _LISTS.search(words(b))) and (
+        tokens_a <= tokens_b or tokens_b <= tokens_a
+    ):
         return True
     return fuzz.ratio(core_a, core_b) >= MISSING_TYPO_THRESHOLD
 

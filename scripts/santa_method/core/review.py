@@ -42,9 +42,7 @@ def _text(value: Any) -> str | None:
 
 
 def _unknown_fields(obj: Mapping[str, Any], known: frozenset[str], where: str) -> list[str]:
-    return [
-        f"{where}.{name}: unknown field ignored" for name in obj if name not in known
-    ]
+    return [f"{where}.{name}: unknown field ignored" for name in obj if name not in known]
 
 
 def _evidence(quote: str | None, missing: str | None, output: str | None) -> Evidence:
@@ -59,7 +57,9 @@ def _normalise(obj: Mapping[str, Any], output: str | None) -> tuple[Review, list
     checks = []
     for i, raw in enumerate(obj["checks"]):
         warnings += _unknown_fields(raw, _CHECK_FIELDS, f"$.checks[{i}]")
-        checks.append(Check(raw["criterion"].strip(), raw["result"], _text(raw.get("detail")) or ""))
+        checks.append(
+            Check(raw["criterion"].strip(), raw["result"], _text(raw.get("detail")) or "")
+        )
     failing = [c.criterion for c in checks if c.result == "FAIL"]
     # A string issue, or an issue without a criterion, belongs to the review's
     # only failing check when there is exactly one; otherwise we cannot know.
@@ -121,10 +121,20 @@ def _consistency(review: Review) -> list[str]:
 
 def _coverage(review: Review, rubric: Rubric | None) -> list[str]:
     errors = []
+    if not review.checks and review.verdict == "PASS":
+        errors.append("$.checks: empty; a PASS must evaluate every criterion, one check each")
+    for i, check in enumerate(review.checks):
+        if not check.criterion:
+            errors.append(f"$.checks[{i}].criterion: blank; name the criterion")
+    for i, issue in enumerate(review.critical_issues):
+        if not issue.issue:
+            errors.append(f"$.critical_issues[{i}]: blank; say what the problem is")
     counts = Counter(c.criterion for c in review.checks)
     for criterion, n in counts.items():
         if n > 1:
-            errors.append(f"$.checks: criterion {criterion} appears {n} times; give it exactly once")
+            errors.append(
+                f"$.checks: criterion {criterion} appears {n} times; give it exactly once"
+            )
     if rubric is None:
         return errors
     known = set(rubric.ids)
@@ -154,7 +164,7 @@ def _canary(review: Review, canary: str | None) -> list[str]:
     if not review.canary:
         return [
             "$.canary: missing; the assignment's last line is 'santa-canary: TOKEN'. "
-            "Read the assignment to its end and copy that token into \"canary\""
+            'Read the assignment to its end and copy that token into "canary"'
         ]
     if review.canary.strip() != canary:
         return [

@@ -420,6 +420,11 @@ async def verify(
         raise InputError("max_cost_usd must be positive")
     if timeout is not None and timeout <= 0:
         raise InputError("timeout must be positive")
+    if pre_check and not in_place and max_fixes > 0:
+        raise InputError(
+            "a pre-check runs on the project's files, but without in_place (--in-place) the fixes "
+            "go to a working copy it cannot see; use --in-place with --pre-check, or --max-fixes 0"
+        )
     root = str(Path(project_dir).resolve()) if project_dir else str(project_root())
     resolved = (
         rubric
@@ -552,6 +557,14 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
             return _result(run, run_id, "NICE", working, None, [])
         if gate.next == "escalate":
             return _escalated(run, run_id, working, gate.extra.get("report"), list(gate.reasons))
+        if max_cost_usd is not None and run.cost is None:
+            # A budget that cannot be measured cannot be kept: stop, not spend.
+            reason = (
+                f"the cost of a call is unknown (no price for its model), so the budget of "
+                f"${max_cost_usd:.2f} cannot be kept"
+            )
+            runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
+            return _escalated(run, run_id, working, None, [reason])
         if gate.next == "fix":
             if max_cost_usd is not None and run.cost is not None:
                 needed = run.cost + last_round_cost + last_fix_cost

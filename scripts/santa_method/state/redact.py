@@ -5,8 +5,8 @@ quote the output under review, and outputs do contain keys. Detection is
 `detect-secrets` (Yelp's maintained detector): each of its built-in plugins
 is run line by line, and every value it finds becomes `[REDACTED:<type>]`,
 e.g. `[REDACTED:AWS Access Key]`. A few precise patterns it lacks are added
-(`EXTRA_PATTERNS` below: Anthropic keys, `Bearer` tokens, fine-grained
-GitHub tokens, Google API keys, and whole PEM private-key blocks, whose body
+(`EXTRA_PATTERNS` below: Anthropic, OpenAI and Hugging Face keys, `Bearer`
+tokens, fine-grained GitHub tokens, Google API keys, and whole PEM private-key blocks, whose body
 lines no per-line detector sees).
 
 Deliberate departures from `detect-secrets`' own scan:
@@ -52,6 +52,16 @@ EXTRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Anthropic API Key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
     ("GitHub Token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
     ("Google API Key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+    # `.env` style assignments to a secret-sounding name: the value goes.
+    (
+        "Secret Keyword",
+        re.compile(
+            r"(?i)\b[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|PWD|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)"
+            r"[A-Z0-9_]*[ \t]*[=:][ \t]*['\"]?((?=[^\s'\"]*[A-Za-z])[^\s'\"]{8,})"
+        ),
+    ),
+    ("Hugging Face Token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("OpenAI API Key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}")),
     # A bearer token holds a digit; "Bearer authentication-scheme" in prose does not.
     (
         "Bearer Token",

@@ -51,6 +51,7 @@ from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, MergedIssue, Rubric, ValidationResult
 from santa_method.state import log as runlog
+from santa_method.state import transcripts
 from santa_method.state.paths import default_log_path, ensure_santa_dir, santa_dir
 
 PRE_CHECK_TIMEOUT = 900
@@ -92,7 +93,8 @@ def _locked(run_id: str) -> Iterator[dict[str, Any]]:
 
 def _save(folder: Path, state: dict[str, Any]) -> None:
     tmp = folder / f"state.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
+    # ASCII escapes: a reply may hold lone surrogates, which UTF-8 cannot encode.
+    tmp.write_text(json.dumps(state, indent=2, ensure_ascii=True), encoding="utf-8")
     os.replace(tmp, folder / "state.json")
 
 
@@ -154,7 +156,32 @@ def read_target(target: dict[str, Any]) -> str:
     )
     if result.returncode != 0:
         raise InputError(f"git diff {rev} failed: {result.stderr.strip() or 'unknown error'}")
-    return result.stdout
+    return result.stdout + _untracked_diff(target["cwd"])
+
+
+def _untracked_diff(cwd: str) -> str:
+    """New files git does not track yet are part of the change under review:
+    `git diff REV` alone would leave them out of the reviewers' sight."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard", "-z"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    parts = []
+    for name in sorted(n for n in listed.stdout.split("\0") if n):
+        if name == ".santa" or name.startswith(".santa/"):
+            continue
+        shown = subprocess.run(
+            ["git", "diff", "--no-color", "--no-ext-diff", "--no-index", "--", "/dev/null", name],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        parts.append(shown.stdout)
+    return "".join(parts)
 
 
 def target_name(target: dict[str, Any]) -> str:
@@ -514,7 +541,7 @@ def _accepting(state: dict[str, Any], round_number: int) -> str | None:
     return None
 
 
-def reserve_reviewer(run_id: str, round_number: int) -> str | None:
+def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = None) -> str | None:
     """Count one reviewer spawn: None when allowed, else the reason it is not.
 
     A round (or a re-review) has as many spawns as it had open slots when it
@@ -526,12 +553,19 @@ def reserve_reviewer(run_id: str, round_number: int) -> str | None:
         if why:
             return why
         current = state["rounds"][-1]
+        seen = current.setdefault("spawn_ids", [])
+        if tool_use_id and tool_use_id in seen:
+            # The same Agent call seen twice (plugin and vendored hooks both
+            # installed): one reviewer, one slot.
+            return None
         if current["spawned"] >= current["capacity"]:
             return (
                 f"round {round_number} has {current['capacity']} open reviewer slot(s) "
                 "and every one has its reviewer"
             )
         current["spawned"] += 1
+        if tool_use_id:
+            seen.append(tool_use_id)
         return None
 
 
@@ -573,6 +607,19 @@ def store_reply(
                     raise RefusedError(f"reviewer {label}'s reply was already gated")
                 current["slots"][label] = slot
                 return label
+        if state["source"] == "hook":
+            # Only a reviewer the PreToolUse guard let through may fill a slot:
+            # a reply that arrives without a spawn is not a reviewer's.
+            filled = sum(
+                1
+                for held in current["slots"].values()
+                if held is not None and not _slot_stands(held)
+            )
+            if filled >= current["spawned"]:
+                raise RefusedError(
+                    f"no reviewer was spawned for this reply in round {round_number}; "
+                    "replies count only from reviewers started through the Agent tool"
+                )
         for label, held in current["slots"].items():
             if held is None:
                 current["slots"][label] = slot
@@ -591,6 +638,15 @@ def fixer_open(instruction: str) -> bool:
         return False
     fixer = state.get("fixer")
     last = state.get("last_gate")
+    if fixer and fixer.get("assignment_sha256"):
+        # The fixer reads its flags from the file: an edited file would hand
+        # it flags no reviewer raised.
+        try:
+            body = Path(fixer["assignment"]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        if sha256(body) != fixer["assignment_sha256"]:
+            return False
     return (
         state["status"] == "open"
         and bool(fixer)
@@ -653,8 +709,47 @@ def _last_reply_forms(records: list[dict[str, Any]]) -> set[str]:
     return {"\n".join(final).strip(), "".join(final).strip(), final[-1].strip()}
 
 
+STOP_HOOK_FEEDBACK = "Stop hook feedback:"
+
+
+def reading_problem(records: list[dict[str, Any]], assignment: str) -> str | None:
+    """Why the transcript does not show the reviewer reading its whole
+    assignment, and nothing else of santa's run files; None if it does."""
+    try:
+        total = len(Path(assignment).read_text(encoding="utf-8").splitlines())
+    except (OSError, UnicodeDecodeError):
+        return "the round's assignment file cannot be read"
+    gaps = transcripts.unread_lines(records, assignment, total)
+    if gaps:
+        return (
+            f"the reviewer did not read the whole assignment (lines {transcripts.describe_gaps(gaps)} "
+            "unread); read it to the end with the Read tool"
+        )
+    peeked = transcripts.peeked_files(records, str(santa_dir()), assignment)
+    if peeked:
+        return f"the reviewer looked at santa's run files besides its assignment ({peeked[0]})"
+    return None
+
+
+def _told_more(record: dict[str, Any]) -> bool:
+    """Whether a later user record tells the reviewer something: only tool
+    results and our own stop-hook feedback may follow the instruction."""
+    if record.get("type") != "user":
+        return False
+    text = message_text(record.get("message")).strip()
+    if not text:
+        return False
+    return not (record.get("isMeta") is True and text.startswith(STOP_HOOK_FEEDBACK))
+
+
 def transcript_problem(
-    path: str, instruction: str, reply: str, agent_id: str | None = None
+    path: str,
+    instruction: str,
+    reply: str,
+    agent_id: str | None = None,
+    *,
+    require_agent_id: bool = False,
+    assignment: str | None = None,
 ) -> str | None:
     """Why a stored reply cannot be trusted as this reviewer's own, or None.
 
@@ -683,8 +778,17 @@ def transcript_problem(
     ):
         return "the transcript belongs to another agent"
     first = messages[0]
+    if require_agent_id and (not agent_id or first.get("agentId") != agent_id):
+        # Claude Code stamps a subagent's transcript with its agent id.
+        return "the transcript is not the transcript of this reviewer agent"
     if first.get("type") != "user" or message_text(first.get("message")).strip() != instruction:
         return "the reviewer's transcript does not start with this round's instruction"
+    if require_agent_id and any(_told_more(r) for r in messages[1:]):
+        return "the reviewer was sent messages besides its instruction (e.g. SendMessage)"
+    if assignment is not None:
+        problem = reading_problem(records, assignment)
+        if problem:
+            return problem
     if not reply.strip():
         return "the stored reply is empty"
     if reply.strip() not in _last_reply_forms(messages):
@@ -784,6 +888,8 @@ def _provenance_problem(
         state["rounds"][-1]["instruction"],
         slot.get("reply", ""),
         slot.get("agent_id"),
+        require_agent_id=True,
+        assignment=state["rounds"][-1]["assignment"],
     )
 
 
@@ -939,6 +1045,21 @@ def gate_run(
             "next": decision.next,
         }
 
+        result_extra: dict[str, Any] = {"run_id": run_id, "round": current["round"]}
+        if decision.next == "fix":
+            result_extra.update(_write_fixer(state, output, core.issues))
+        elif decision.next == "rereview":
+            result_extra["next_step"] = f"santa round start --run {run_id}"
+        elif decision.next == "ship":
+            result_extra["next_step"] = f"santa log ship --run {run_id}"
+        elif decision.next == "escalate":
+            state["status"] = "escalated"
+            state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
+
+        # The state is saved before the log is written: if logging fails, the
+        # log lacks a gate the state has, and `log ship` (which needs both)
+        # refuses. The other order could leave a NICE in the log that never was.
+        _save(folder, state)
         for outcome in core.reviews:
             review = outcome.review
             slot = current["slots"][outcome.label] or {}
@@ -979,16 +1100,7 @@ def gate_run(
             rereview=current["rereviews"],
         )
 
-        result_extra: dict[str, Any] = {"run_id": run_id, "round": current["round"]}
-        if decision.next == "fix":
-            result_extra.update(_write_fixer(state, output, core.issues))
-        elif decision.next == "rereview":
-            result_extra["next_step"] = f"santa round start --run {run_id}"
-        elif decision.next == "ship":
-            result_extra["next_step"] = f"santa log ship --run {run_id}"
-        elif decision.next == "escalate":
-            state["status"] = "escalated"
-            state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
+        if decision.next == "escalate":
             _log(state, "escalate", current["round"], reason="; ".join(decision.reasons))
 
     if decision.next == "escalate":
@@ -1017,14 +1129,16 @@ def _write_fixer(
         if state["target"]["kind"] == "file"
         else f"the working tree (diff against {state['target']['rev']})"
     )
+    spec = (run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
     body = texts.fixer_assignment(
         run_id=run_id,
         round_number=current["round"],
         target=name,
         output=output,
         flags=flags,
+        spec=spec,
         boundary=texts.boundary_for(
-            output, *(i.issue + (i.quote or "") + (i.missing or "") for i in flags)
+            output, spec, *(i.issue + (i.quote or "") + (i.missing or "") for i in flags)
         ),
     )
     path = run_dir(run_id) / f"round-{current['round']}" / "fixer-assignment.md"
@@ -1034,6 +1148,7 @@ def _write_fixer(
         "round": current["round"],
         "instruction": instruction,
         "assignment": str(path),
+        "assignment_sha256": sha256(body),
     }
     return {
         "fixer_instruction": instruction,
@@ -1070,6 +1185,22 @@ def _check_ship(state: dict[str, Any]) -> None:
     ):
         raise RefusedError(
             f"run {run_id} cannot ship: not every expected reviewer gave a valid PASS"
+        )
+    gates = [
+        r
+        for r in runlog.read(state["log"]).records
+        if r.get("run_id") == run_id and r.get("event") == "gate"
+    ]
+    logged = gates[-1] if gates else None
+    if (
+        logged is None
+        or logged.get("iteration") != current["round"]
+        or logged.get("verdict") != "NICE"
+        or sorted(logged.get("valid_reviewers") or []) != sorted(current["slots"])
+    ):
+        raise RefusedError(
+            f"run {run_id} cannot ship: the log {state['log']} has no NICE gate of round "
+            f"{current['round']} with every reviewer valid; the run state and the log disagree"
         )
     try:
         now = read_target(state["target"])
@@ -1164,7 +1295,9 @@ def _log_without_state(
 ) -> dict[str, Any]:
     """Events a person may file long after the run folder is gone (it is
     git-ignored; the log may be committed): escape, waive, generate."""
-    path = Path(log_path) if log_path else default_log_path()
+    from santa_method.state.config import resolve_log_path
+
+    path = resolve_log_path(log_path)
     if event not in ("escape", "waive", "generate"):
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
     records = [r for r in runlog.read(path).records if r.get("run_id") == run_id]

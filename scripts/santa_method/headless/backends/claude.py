@@ -203,8 +203,9 @@ class ClaudeBackend:
             allowed_tools=EDIT,
             permission_mode="acceptEdits",
             setting_sources=[],
-            cwd=request.project_dir,
-            add_dirs=[str(target.parent)],
+            # Edits are approved only inside the working directory: the
+            # target's own folder, so nothing else in the project changes.
+            cwd=str(target.parent),
             model=request.model,
             max_turns=self.max_turns,
             max_budget_usd=self.max_budget_usd,

@@ -49,6 +49,7 @@ PRICES: dict[str, Price] = {
     "claude-sonnet-4-5": Price(3.0, 15.0),
     "claude-sonnet-4-6": Price(3.0, 15.0),
     "claude-sonnet-4-0": Price(3.0, 15.0),
+    "claude-sonnet-4": Price(3.0, 15.0),
     "claude-haiku-4-5": Price(1.0, 5.0),
 }
 

@@ -1,0 +1,106 @@
+"""What a reviewer's own transcript shows it did.
+
+The canary proves a reviewer saw the assignment's last line, but a Grep for
+`santa-canary` finds that line without reading anything else. Claude Code's
+transcript of the reviewer holds every Read it made and what came back,
+with line numbers, so the helper can tell whether the whole assignment was
+read, and whether the reviewer looked at santa's other run files (earlier
+reviews, the store) it must not see.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+# The Read tool numbers each line: "     12\ttext" (or "12→text" in some versions).
+_NUMBERED = re.compile(r"^\s*(\d+)(?:\t|\u2192)", re.MULTILINE)
+_PATH_KEYS = ("file_path", "path", "notebook_path")
+
+
+def _blocks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+
+
+def _result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+    return ""
+
+
+def tool_calls(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any], str]]:
+    """(tool name, input, result text) for every tool call in the transcript."""
+    calls: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    results: dict[str, str] = {}
+    order: list[str] = []
+    for record in records:
+        for block in _blocks(record):
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                tool_input = block.get("input")
+                calls[block["id"]] = (
+                    str(block.get("name")),
+                    tool_input if isinstance(tool_input, Mapping) else {},
+                )
+                order.append(block["id"])
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                results[block["tool_use_id"]] = _result_text(block)
+    return [(calls[i][0], calls[i][1], results.get(i, "")) for i in order]
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError):
+        return a == b
+
+
+def unread_lines(
+    records: Iterable[Mapping[str, Any]], assignment: str, total_lines: int
+) -> list[tuple[int, int]]:
+    """Line ranges of the assignment that no Read of it returned."""
+    seen: set[int] = set()
+    for name, tool_input, result in tool_calls(records):
+        if name == "Read" and _same_file(str(tool_input.get("file_path", "")), assignment):
+            seen.update(int(n) for n in _NUMBERED.findall(result))
+    gaps: list[tuple[int, int]] = []
+    start = None
+    for line in range(1, total_lines + 1):
+        if line not in seen and start is None:
+            start = line
+        elif line in seen and start is not None:
+            gaps.append((start, line - 1))
+            start = None
+    if start is not None:
+        gaps.append((start, total_lines))
+    return gaps
+
+
+def peeked_files(
+    records: Iterable[Mapping[str, Any]], santa_dir: str, assignment: str
+) -> list[str]:
+    """Paths under `.santa/` a reviewer's tools touched, other than its assignment."""
+    base = Path(santa_dir).resolve()
+    found = []
+    for _name, tool_input, _result in tool_calls(records):
+        for key in _PATH_KEYS:
+            value = tool_input.get(key)
+            if not isinstance(value, str) or not value:
+                continue
+            path = Path(value).resolve()
+            if (path == base or base in path.parents) and not _same_file(value, assignment):
+                found.append(value)
+    return found
+
+
+def describe_gaps(gaps: list[tuple[int, int]]) -> str:
+    shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in gaps[:5])
+    return shown + (" and more" if len(gaps) > 5 else "")

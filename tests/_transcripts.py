@@ -1,0 +1,92 @@
+"""Reviewer transcripts as Claude Code writes them, for tests that store
+replies the way the hooks do.
+
+Why one helper: the gate trusts a stored reply only if the reviewer's own
+transcript shows it (stamped with its agent id), starting with the round's
+instruction, reading the whole assignment with the Read tool, and ending
+with the reply. Tests that fake a reviewer must fake all of that, or they
+prove a refusal for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def read_records(assignment: str | Path, tool_id: str = "toolu_read_1") -> list[dict[str, Any]]:
+    """The reviewer's Read of its assignment and what came back: every line,
+    numbered as the Read tool numbers them ("12<TAB>text")."""
+    text = Path(assignment).read_text(encoding="utf-8")
+    numbered = "\n".join(f"{n}\t{line}" for n, line in enumerate(text.splitlines(), 1))
+    return [
+        {
+            "type": "assistant",
+            "message": {
+                "id": f"msg_{tool_id}",
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": tool_id,
+                        "name": "Read",
+                        "input": {"file_path": str(assignment)},
+                    }
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": numbered}],
+            },
+        },
+    ]
+
+
+def reply_record(text: str) -> dict[str, Any]:
+    return {
+        "type": "assistant",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+    }
+
+
+def reviewer_records(
+    prompt: str,
+    *replies: str,
+    agent_id: str | None = None,
+    assignment: str | Path | None = None,
+) -> list[dict[str, Any]]:
+    """The prompt first, then the Read of `assignment` (when given), then the
+    replies in order; every record stamped with `agent_id` when given."""
+    records: list[dict[str, Any]] = [
+        {"type": "user", "isSidechain": True, "message": {"role": "user", "content": prompt}},
+        {"type": "attachment"},
+    ]
+    if assignment is not None:
+        records.extend(read_records(assignment))
+    records.extend(reply_record(text) for text in replies)
+    if agent_id is not None:
+        records = [{**record, "agentId": agent_id} for record in records]
+    return records
+
+
+def write_transcript(path: Path, records: list[dict[str, Any]]) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return str(path)
+
+
+def reviewer_transcript(
+    path: Path,
+    prompt: str,
+    *replies: str,
+    agent_id: str | None = None,
+    assignment: str | Path | None = None,
+) -> str:
+    """Write a reviewer's transcript (JSON Lines) and return its path."""
+    return write_transcript(
+        path, reviewer_records(prompt, *replies, agent_id=agent_id, assignment=assignment)
+    )
