@@ -188,20 +188,22 @@ def test_send_message_is_denied_while_a_run_is_open(santa_home: Path) -> None:
     )
 
 
-def test_reviewer_with_a_model_of_the_main_agents_choosing_is_denied(santa_home: Path) -> None:
+@pytest.mark.parametrize(("field", "value"), [("model", "haiku"), ("effort", "low")])
+def test_reviewer_with_a_model_of_the_main_agents_choosing_is_denied(
+    santa_home: Path, field: str, value: str
+) -> None:
     answer = hooks.pretooluse_agent(
         {
             "tool_name": "Agent",
             "tool_input": {
                 "subagent_type": "santa-method:reviewer",
                 "prompt": "anything",
-                "model": "haiku",
+                field: value,
             },
         }
     )
-    assert (
-        answer is not None and "model" in answer["hookSpecificOutput"]["permissionDecisionReason"]
-    )
+    assert answer is not None
+    assert field in answer["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_the_guard_is_installed_by_the_plugin_and_by_santa_init() -> None:

@@ -78,10 +78,11 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     is_review_prompt = "santa-method review, run " in prompt
     is_fix_prompt = "santa-method fix, run " in prompt
 
-    if kind in REVIEWER_TYPES | FIXER_TYPES and tool_input.get("model"):
+    chosen = [k for k in ("model", "effort") if tool_input.get(k)]
+    if kind in REVIEWER_TYPES | FIXER_TYPES and chosen:
         return deny(
-            "Do not choose a model for santa reviewers or the fixer: their model comes from the "
-            "agent definition. Call the Agent tool again without `model`."
+            f"Do not choose {' or '.join(chosen)} for santa reviewers or the fixer: that comes "
+            f"from the agent definition. Call the Agent tool again without {', '.join(chosen)}."
         )
     if kind in REVIEWER_TYPES:
         found = runs.find_round(prompt)
