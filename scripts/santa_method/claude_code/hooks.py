@@ -219,36 +219,12 @@ def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
 
 
 def _records(transcript_path: str) -> list[dict[str, Any]]:
-    records = []
+    from santa_method.state import transcripts
+
     try:
-        with open(transcript_path, encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(record, dict):
-                    records.append(record)
-    except OSError:
-        pass
-    return records
-
-
-def _first_prompt(transcript_path: str) -> str | None:
-    try:
-        with open(transcript_path, encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(record, dict) and record.get("type") == "user":
-                    from santa_method.state.runs import message_text
-
-                    return message_text(record.get("message")).strip()
-    except OSError:
-        return None
-    return None
+        return transcripts.read(transcript_path)
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
@@ -263,10 +239,10 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
         return None
     found: tuple[str, int] | None = None
     try:
-        from santa_method.state import runs
+        from santa_method.state import runs, transcripts
 
         transcript = str(payload.get("agent_transcript_path") or "")
-        prompt = _first_prompt(transcript) if transcript else None
+        prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
         found = runs.find_round(prompt) if prompt else None
         if found is None:
             # Not spawned for an open round (the PreToolUse guard refuses

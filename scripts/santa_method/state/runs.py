@@ -660,27 +660,7 @@ def fixer_open(instruction: str) -> bool:
 # --- transcripts ----------------------------------------------------------
 
 
-def message_text(message: Any) -> str:
-    """The text of a transcript message, whether its content is a string or blocks."""
-    content = message.get("content") if isinstance(message, dict) else message
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
-
-
-def _text_blocks(message: Any) -> list[str]:
-    content = message.get("content") if isinstance(message, dict) else message
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list):
-        return [
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        ]
-    return []
+message_text = transcripts.message_text
 
 
 def _last_reply_forms(records: list[dict[str, Any]]) -> set[str]:
@@ -697,7 +677,7 @@ def _last_reply_forms(records: list[dict[str, Any]]) -> set[str]:
             continue
         message = record.get("message")
         msg_id = message.get("id") if isinstance(message, dict) else None
-        blocks = [b for b in _text_blocks(message) if b.strip()]
+        blocks = [b for b in transcripts.text_blocks(message) if b.strip()]
         if groups and msg_id is not None and msg_id == last_id:
             groups[-1].extend(blocks)
         else:
@@ -761,15 +741,9 @@ def transcript_problem(
     if not path:
         return "no transcript was recorded for this reply"
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        records = transcripts.read(path)
     except (OSError, UnicodeDecodeError):
         return "the reviewer's transcript cannot be read"
-    records = []
-    for line in lines:
-        with contextlib.suppress(json.JSONDecodeError, RecursionError):
-            item = json.loads(line)
-            if isinstance(item, dict):
-                records.append(item)
     messages = [r for r in records if r.get("type") in ("user", "assistant")]
     if not messages:
         return "the reviewer's transcript is empty"

@@ -10,6 +10,8 @@ reviews, the store) it must not see.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +22,45 @@ _NUMBERED = re.compile(r"^\s*(\d+)(?:\t|\u2192)", re.MULTILINE)
 _PATH_KEYS = ("file_path", "path", "notebook_path")
 
 
+def read(path: str | Path) -> list[dict[str, Any]]:
+    """A transcript's records (JSON Lines); damaged lines are skipped.
+
+    Raises OSError or UnicodeDecodeError when the file cannot be read, so a
+    caller can tell "no transcript" from "an empty one".
+    """
+    records = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
+            item = json.loads(line)
+            if isinstance(item, dict):
+                records.append(item)
+    return records
+
+
+def text_blocks(message: Any) -> list[str]:
+    """The text parts of a message, whether its content is a string or blocks."""
+    content = message.get("content") if isinstance(message, Mapping) else message
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
+        ]
+    return []
+
+
+def message_text(message: Any) -> str:
+    return "\n".join(text_blocks(message))
+
+
+def first_prompt(records: Iterable[Mapping[str, Any]]) -> str | None:
+    """What the agent was first told: the text of its first user record."""
+    for record in records:
+        if record.get("type") == "user":
+            return message_text(record.get("message")).strip()
+    return None
+
+
 def _blocks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     message = record.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None
@@ -27,14 +68,7 @@ def _blocks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _result_text(block: Mapping[str, Any]) -> str:
-    content = block.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") == "text"
-        )
-    return ""
+    return message_text(block)
 
 
 def tool_calls(records: Iterable[Mapping[str, Any]]) -> list[tuple[str, Mapping[str, Any], str]]:
