@@ -74,7 +74,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-cost-usd",
         type=float,
         metavar="X",
-        help="escalate instead of starting a fix and round the budget cannot pay for",
+        help="escalate instead of starting a fix and round the budget cannot pay for "
+        "(and stop when a model's price is unknown)",
     )
     p.add_argument(
         "--timeout", type=float, metavar="S", help="seconds per model call (default: none)"
@@ -85,7 +86,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="start the other reviewers once the first one's answer begins (prompt-cache reads)",
     )
     p.add_argument(
-        "--pre-check", metavar="CMD", help="deterministic check that must pass before any reviewer"
+        "--pre-check",
+        metavar="CMD",
+        help="deterministic check that must pass before any reviewer; it checks the project's "
+        "files, so with fixes allowed it needs --in-place",
     )
     p.add_argument(
         "--in-place",
