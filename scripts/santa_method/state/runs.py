@@ -696,10 +696,16 @@ def reading_problem(records: list[dict[str, Any]], assignment: str) -> str | Non
     """Why the transcript does not show the reviewer reading its whole
     assignment, and nothing else of santa's run files; None if it does."""
     try:
-        total = len(Path(assignment).read_text(encoding="utf-8").splitlines())
+        lines = Path(assignment).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return "the round's assignment file cannot be read"
-    gaps = transcripts.unread_lines(records, assignment, total)
+    changed = transcripts.first_changed_line(records, assignment, lines)
+    if changed is not None:
+        return (
+            f"what the reviewer read differs from the round's assignment (line {changed}): "
+            "the file was changed while it was being reviewed"
+        )
+    gaps = transcripts.unread_lines(records, assignment, len(lines))
     if gaps:
         return (
             f"the reviewer did not read the whole assignment (lines {transcripts.describe_gaps(gaps)} "

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 # The Read tool numbers each line: "     12\ttext" (or "12→text" in some versions).
-_NUMBERED = re.compile(r"^\s*(\d+)(?:\t|\u2192)", re.MULTILINE)
+_NUMBERED_LINE = re.compile(r"^\s*(\d+)(?:\t|\u2192)(.*)$", re.MULTILINE)
 _PATH_KEYS = ("file_path", "path", "notebook_path")
 
 
@@ -97,14 +97,23 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
+def _lines_read(
+    records: Iterable[Mapping[str, Any]], assignment: str
+) -> dict[int, str]:
+    """Line number -> text, for every line of the assignment a Read returned."""
+    seen: dict[int, str] = {}
+    for name, tool_input, result in tool_calls(records):
+        if name == "Read" and _same_file(str(tool_input.get("file_path", "")), assignment):
+            for number, text in _NUMBERED_LINE.findall(result):
+                seen[int(number)] = text
+    return seen
+
+
 def unread_lines(
     records: Iterable[Mapping[str, Any]], assignment: str, total_lines: int
 ) -> list[tuple[int, int]]:
     """Line ranges of the assignment that no Read of it returned."""
-    seen: set[int] = set()
-    for name, tool_input, result in tool_calls(records):
-        if name == "Read" and _same_file(str(tool_input.get("file_path", "")), assignment):
-            seen.update(int(n) for n in _NUMBERED.findall(result))
+    seen = _lines_read(records, assignment)
     gaps: list[tuple[int, int]] = []
     start = None
     for line in range(1, total_lines + 1):
@@ -116,6 +125,23 @@ def unread_lines(
     if start is not None:
         gaps.append((start, total_lines))
     return gaps
+
+
+def first_changed_line(
+    records: Iterable[Mapping[str, Any]], assignment: str, lines: list[str]
+) -> int | None:
+    """The first line the reviewer read that is not the assignment's line
+    (the file was edited while it read, then put back), or None."""
+    for number, text in sorted(_lines_read(records, assignment).items()):
+        if number == len(lines) + 1 and not text.strip():
+            continue  # the Read tool shows the empty line after a final newline
+        if not 1 <= number <= len(lines):
+            return number
+        on_disk, seen = lines[number - 1].rstrip(), text.rstrip()
+        # The Read tool may cut very long lines: a long enough prefix counts.
+        if on_disk != seen and not (len(seen) >= 100 and on_disk.startswith(seen[:100])):
+            return number
+    return None
 
 
 def peeked_files(
