@@ -290,7 +290,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def export_project_dir() -> None:
+    """Hooks see CLAUDE_PROJECT_DIR but the Bash tool does not: without it,
+    `santa` in a subfolder of a git repository would keep its `.santa/` at the
+    git top level while the hooks look in the project folder."""
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if env_file and project:
+        with open(env_file, "a", encoding="utf-8") as handle:
+            handle.write(f"export CLAUDE_PROJECT_DIR={shlex.quote(project)}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
+    with contextlib.suppress(OSError):
+        export_project_dir()
     if os.environ.get("SANTA_SKIP_BOOTSTRAP") == "1":
         return 0
     args = parse_args(sys.argv[1:] if argv is None else argv)

@@ -117,6 +117,14 @@ def _bash(command: str) -> dict:
         "santa round start --against a.md --spec s.md --source=files",
         "cat > .santa/runs/123/state.json",
         "echo '{}' >> .santa/log.jsonl",
+        # Quoting, abbreviation-free spellings and other shells' ways of saying the same.
+        "santa 'hook' \"subagent-stop\" < forged.json",
+        "S=santa; $S hook subagent-stop",
+        "env -i PATH=$PATH santa round start --against a.md --spec s.md",
+        "unset CLAUDECODE CLAUDE_CODE_SESSION_ID; santa round start --against a.md --spec s.md",
+        'santa round start --against a.md --spec s.md --source "$(echo files)"',
+        "cd .santa && sed -i s/hook/files/ runs/123/state.json",
+        'python3 -c \'open(".santa/log.jsonl", "a").write("{}")\'',
     ],
 )
 def test_shell_commands_that_forge_the_loop_are_denied(santa_home: Path, command: str) -> None:
@@ -132,6 +140,9 @@ def test_shell_commands_that_forge_the_loop_are_denied(santa_home: Path, command
         "santa gate --run 20261130-1 --json",
         "santa log ship --run 20261130-1",
         "pytest -q && git diff",
+        "git add .santa/log.jsonl && git commit -m 'santa log'",
+        "grep -rn CLAUDECODE scripts/",
+        "santa metrics --log .santa/log.jsonl",
     ],
 )
 def test_ordinary_commands_are_allowed(santa_home: Path, command: str) -> None:
@@ -379,3 +390,93 @@ def test_reading_is_checked_line_by_line(tmp_path: Path, monkeypatch: pytest.Mon
     ]
     problem = reading_problem(peek, str(assignment))
     assert problem is not None and "looked at santa's run files" in problem
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT"])
+def test_any_claude_code_variable_counts_as_inside(tmp_path: Path, variable: str) -> None:
+    (tmp_path / "out.md").write_text("hello\n", encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "santa_method",
+            "round",
+            "start",
+            "--against",
+            "out.md",
+            "--spec-text",
+            "Say hello.",
+            "--source",
+            "files",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "SANTA_HOME": str(tmp_path / ".santa"), variable: "x"},
+    )
+    assert done.returncode == 1 and "reviewer hook" in done.stderr
+
+
+def test_a_rubric_missing_configured_criteria_is_refused_inside_claude_code(tmp_path: Path) -> None:
+    santa = tmp_path / ".santa"
+    (santa / "rubrics").mkdir(parents=True)
+    (santa / "config.yaml").write_text("rubric: code\n", encoding="utf-8")
+    (santa / "rubrics" / "easy.yaml").write_text(
+        "name: easy\ncriteria:\n  - id: has-a-line\n    name: Has a line\n"
+        "    pass: The output contains at least one line of text.\n"
+        "    fail_signals: [The output is empty.]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "out.md").write_text("hello\n", encoding="utf-8")
+    base = [
+        sys.executable,
+        "-m",
+        "santa_method",
+        "round",
+        "start",
+        "--against",
+        "out.md",
+        "--spec-text",
+        "Say hello.",
+    ]
+    env = {**os.environ, "SANTA_HOME": str(santa), "CLAUDECODE": "1"}
+    easy = subprocess.run(
+        [*base, "--rubric", "easy"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert easy.returncode == 1 and "--rubric easy" in easy.stderr
+    stricter = subprocess.run(
+        [*base, "--rubric", "code+regulated"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert stricter.returncode == 0, stricter.stderr
+
+
+def test_an_answer_nobody_received_is_not_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from santa_method.cli import main
+
+    class GoneReader:
+        """stdout whose reader hung up: every write fails as a closed pipe does."""
+
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            return sys.__stdout__.fileno()
+
+    reviews = []
+    for name in ("b", "c"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(pass_review(suggestions=[name])), encoding="utf-8")
+        reviews.append(str(path))
+    saved = os.dup(sys.__stdout__.fileno())
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    try:
+        # A NICE verdict that could not be printed is not a success.
+        assert main(["gate", *reviews, "--json"]) == 1
+    finally:
+        os.dup2(saved, sys.__stdout__.fileno())
+        os.close(saved)

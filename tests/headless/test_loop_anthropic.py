@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -134,17 +135,40 @@ def test_pre_check_needs_in_place_when_fixes_are_allowed(stub_server, project, t
     assert result.verdict == "NICE"
 
 
-def test_unknown_price_with_a_budget_escalates_instead_of_spending(stub_server, project, target):
+def test_unknown_price_with_a_budget_is_refused_before_spending(stub_server, project, target):
+    server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
+    with pytest.raises(InputError, match="no list price"):
+        verify_sync(
+            SPEC, target, backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
+        )
+    assert server.messages() == []
+
+
+def test_a_backend_that_reports_no_cost_cannot_spend_a_budget(stub_server, project, target):
+    class NoCost:
+        """Any backend whose calls come back without a price."""
+
+        name = "no-cost"
+
+        def __init__(self, inner: AnthropicBackend) -> None:
+            self.inner = inner
+
+        async def review(self, request):  # type: ignore[no-untyped-def]
+            reply = await self.inner.review(request)
+            return dataclasses.replace(reply, cost_usd=None)
+
+        async def fix(self, request):  # type: ignore[no-untyped-def]
+            reply = await self.inner.fix(request)
+            return dataclasses.replace(reply, cost_usd=None)
+
     def fail_reply(body: dict[str, Any]) -> Json:
         return Json(failing(body, "Released in 1999."))
 
     server = stub_server({REVIEWER: [fail_reply, fail_reply]})
-    result = verify_sync(
-        SPEC, target, backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
-    )
+    result = verify_sync(SPEC, target, backend=NoCost(backend(server)), max_cost_usd=1.0)
     assert result.verdict == "ESCALATED"
     assert any("budget" in r and "unknown" in r for r in result.reasons)
-    assert server.requests_for("fixer") == []
+    assert server.requests_for(FIXER) == []
 
 
 def test_invalid_reply_is_handed_back_then_accepted(stub_server, project, target):

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -119,15 +120,63 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
 
 # --- PreToolUse guards on everything else that could bypass the loop --------
 
-# Shell commands that forge the loop's inputs: calling our hooks by hand,
-# hiding Claude Code from the helper, switching to review files, touching
-# the run state or the log directly.
-_FORBIDDEN_SHELL = (
-    (re.compile(r"\bhook\s+(?:pretooluse|subagent-stop)|santa-hook"), "runs a santa hook by hand"),
-    (re.compile(r"CLAUDECODE"), "changes how the helper sees Claude Code"),
-    (re.compile(r"--source(?:\s+|=)['\"]?files"), "switches a run to review files"),
-    (re.compile(r"\.santa/(?:runs\b|log\.jsonl)"), "touches santa's run state or log directly"),
+HOOK_NAMES = frozenset({"pretooluse-agent", "pretooluse-guard", "subagent-stop"})
+_ENV_NAME = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)$")
+_ENV_ASSIGN = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)=")
+_WRITERS = frozenset(
+    {"tee", "sed", "cp", "mv", "rm", "truncate", "dd", "awk", "perl", "ruby", "node"}
 )
+
+
+def _tokens(command: str) -> list[str]:
+    """The command's words as the shell would see them (quotes removed), so
+    `santa 'hook' "subagent-stop"` reads like `santa hook subagent-stop`."""
+    try:
+        return shlex.split(command, comments=False, posix=True)
+    except ValueError:
+        return command.split()
+
+
+def shell_problem(command: str) -> str | None:
+    """What a shell command would do to bypass the loop, or None.
+
+    This stops the shortcuts a model takes (calling our hooks, hiding
+    Claude Code from the helper, switching to review files, rewriting the
+    run state); it cannot stop arbitrary code written to evade it, which the
+    gate's transcript checks and the README's limits address.
+    """
+    words = _tokens(command)
+    flat = " ".join(words)
+    for i, word in enumerate(words):
+        base = word.rsplit("/", 1)[-1]
+        if word in HOOK_NAMES or base == "santa-hook":
+            return "runs a santa hook by hand"
+        if word == "hook" and i and words[i - 1].rsplit("/", 1)[-1] in ("santa", "santa_method"):
+            return "runs a santa hook by hand"
+        if _ENV_ASSIGN.match(word) or (
+            word in ("-u", "--unset", "unset")
+            and i + 1 < len(words)
+            and _ENV_NAME.match(words[i + 1])
+        ):
+            return "changes how the helper sees Claude Code"
+        if (
+            base == "env"
+            and i + 1 < len(words)
+            and words[i + 1] in ("-i", "--ignore-environment", "-")
+        ):
+            return "changes how the helper sees Claude Code"
+        if word == "--source" and i + 1 < len(words) and words[i + 1] != "hook":
+            return "switches a run away from the reviewer hook"
+        if word.startswith("--source=") and word != "--source=hook":
+            return "switches a run away from the reviewer hook"
+    if ".santa/runs" in flat or (".santa" in flat and ("runs/" in flat or "state.json" in flat)):
+        return "touches santa's run state directly"
+    if "log.jsonl" in flat and (
+        re.search(r">\s*\S*log\.jsonl", command)
+        or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)
+    ):
+        return "writes santa's iteration log directly"
+    return None
 
 
 def _santa_dir() -> Path:
@@ -155,6 +204,25 @@ def _protected(path_text: str, cwd: str | None) -> str | None:
             return what
     if path.name == "log.jsonl" and path.parent == santa:
         return "santa's iteration log"
+    settings = [
+        (santa / "config.yaml", "santa's configuration"),
+        (santa / "rubrics", "santa's project rubrics"),
+    ]
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()).resolve()
+    settings += [
+        (project / ".claude" / "agents" / f"santa-{role}.md", "the santa agents")
+        for role in ("reviewer", "fixer")
+    ]
+    settings += [
+        (project / ".claude" / name, "Claude Code's settings (its hooks)")
+        for name in ("settings.json", "settings.local.json")
+    ]
+    plugin = os.environ.get("CLAUDE_PLUGIN_ROOT")
+    if plugin:
+        settings.append((Path(plugin).resolve(), "the santa-method plugin"))
+    for folder, what in settings:
+        if (path == folder or folder in path.parents) and _open_run_ids():
+            return what + " (while a santa run is open)"
     return None
 
 
@@ -184,14 +252,13 @@ def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
     if not isinstance(tool_input, Mapping):
         return None
     if tool == "Bash":
-        command = str(tool_input.get("command") or "")
-        for pattern, what in _FORBIDDEN_SHELL:
-            if pattern.search(command):
-                return deny(
-                    f"This command {what}, which would bypass the santa loop. Use the santa "
-                    "commands the skill lists (santa round start, santa gate --run, santa log, "
-                    "santa report) and let the hooks do their part."
-                )
+        what = shell_problem(str(tool_input.get("command") or ""))
+        if what:
+            return deny(
+                f"This command {what}, which would bypass the santa loop. Use the santa "
+                "commands the skill lists (santa round start, santa gate --run, santa log, "
+                "santa report) and let the hooks do their part."
+            )
         return None
     if tool in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
         target = tool_input.get("file_path") or tool_input.get("notebook_path")

@@ -13,6 +13,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from santa_method import __version__
 from santa_method.core.errors import SantaError
@@ -37,7 +38,15 @@ _COMMANDS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors already; keep its message to one line."""
+    """argparse exits 2 on usage errors already; keep its message to one line.
+
+    Abbreviated options are off: `--sour files` must not mean `--source
+    files` to the helper while a guard reading the command sees neither.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)

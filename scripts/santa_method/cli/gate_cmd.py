@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         output = read_text(args.against, "output") if args.against else None
         rubric = load_rubric_arg(args.rubric)
         replies = [read_text(path, "review") for path in args.reviews]
+        if len({r.strip() for r in replies}) < len(replies):
+            raise InputError(
+                "two of the review files are identical; each reviewer needs its own review"
+            )
         result = gate_replies(replies, labels, rubric=rubric, output=output, canary=args.canary)
         # One file alone can never be NICE: the second reviewer's slot stays empty.
     if args.json:

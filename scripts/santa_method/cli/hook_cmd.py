@@ -48,9 +48,11 @@ def run(args: argparse.Namespace) -> int:
                     }
                 }
             )
-        elif re.search(r'"stop_hook_active"\s*:\s*true', raw):
-            # Already continuing after a block: let it stop. Nothing was
-            # stored, so the gate counts this reviewer as missing.
+        elif not re.search(
+            r'"agent_type"\s*:\s*"(?:santa-method:reviewer|santa-reviewer)"', raw
+        ) or re.search(r'"stop_hook_active"\s*:\s*true', raw):
+            # Not a santa reviewer, or already continuing after a block: let
+            # it stop. Nothing was stored, so the gate counts a reviewer as missing.
             out = ""
         else:
             out = json.dumps({"decision": "block", "reason": reason + "; reply again"})

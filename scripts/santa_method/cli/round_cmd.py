@@ -124,6 +124,18 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
         and args.budget_usd > config.budget_usd
     ):
         looser.append(f"--budget-usd {args.budget_usd} (config: {config.budget_usd})")
+    if args.rubric is not None and args.rubric != config.rubric:
+        from santa_method.core.rubric import load_rubric
+        from santa_method.state.paths import project_rubrics_dir
+
+        dirs = (project_rubrics_dir(),)
+        wanted = set(load_rubric(config.rubric, search_dirs=dirs).ids)
+        given = set(load_rubric(args.rubric, search_dirs=dirs).ids)
+        if not wanted <= given:
+            looser.append(
+                f"--rubric {args.rubric} (it lacks {', '.join(sorted(wanted - given))} "
+                f"of the configured {config.rubric})"
+            )
     if looser:
         raise RefusedError(
             f"inside Claude Code these flags would loosen .santa/config.yaml: {', '.join(looser)}; "

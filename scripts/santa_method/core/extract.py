@@ -66,15 +66,6 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _in_array(text: str, start: int) -> bool:
-    """Whether the object at `start` is an element of a JSON array: only a
-    top-level object of the reply can be the verdict."""
-    before = text[:start].rstrip()
-    if before.endswith("["):
-        return True
-    return before.endswith(",") and before[:-1].rstrip().endswith(("}", "]"))
-
-
 @dataclass(frozen=True)
 class Extracted:
     obj: dict[str, Any] | None
@@ -131,6 +122,7 @@ def extract_verdict_object(reply: str) -> Extracted:
     broken: list[tuple[int, str]] = []  # (start, what is wrong)
     lines = _Lines(text)
     in_array: list[int] = []
+    depth = 0
     pos = 0
     while True:
         opening = _JSONISH.search(text, pos)
@@ -148,7 +140,11 @@ def extract_verdict_object(reply: str) -> Extracted:
                 )
             )
             break
-        if _in_array(text, start):
+        # Brackets between objects: an object opened inside an unclosed "["
+        # is an array element, never the reply's top-level verdict.
+        between = text[pos:start]
+        depth = max(0, depth + between.count("[") - between.count("]"))
+        if depth:
             in_array.append(start)
             pos = close
             continue

@@ -435,6 +435,17 @@ async def verify(
     impl = resolve_backend(backend)
     labels_all = _labels(reviewers)
     per_label = models_for(models, labels_all)
+    if max_cost_usd is not None and getattr(impl, "name", None) == "anthropic":
+        from santa_method.headless.backends import prices
+
+        unpriced = sorted(
+            {str(m) for m in [*per_label.values(), fixer_model] if prices.price(m) is None}
+        )
+        if unpriced:
+            raise InputError(
+                f"no list price is known for {', '.join(unpriced)}, so --max-cost-usd cannot be "
+                "kept; use a model in the price table or drop the budget"
+            )
     run = _Run(
         impl,
         resolved,

@@ -569,6 +569,24 @@ def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = N
         return None
 
 
+def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str) -> str | None:
+    """A copy of the reviewer's transcript, as it stood when its reply was
+    stored, kept with the run: the gate may run where Claude Code's own
+    folder is out of reach (a sandboxed shell), and later edits to the
+    original cannot change what was judged."""
+    if not source:
+        return None
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
+    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{safe}.jsonl"
+    try:
+        data = Path(source).read_bytes()
+    except OSError:
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return str(target)
+
+
 def store_reply(
     run_id: str,
     round_number: int,
@@ -591,10 +609,12 @@ def store_reply(
         if why:
             raise RefusedError(f"cannot store the reply: {why}")
         current = state["rounds"][-1]
+        kept = _keep_transcript(run_id, current["round"], str(agent_id), str(transcript_path or ""))
         slot = {
             "reply": reply if isinstance(reply, str) else "",
             "agent_id": str(agent_id),
-            "transcript_path": str(transcript_path or ""),
+            "transcript_path": kept or str(transcript_path or ""),
+            "transcript_source": str(transcript_path or ""),
             "failed": bool(failed),
             "errors": [str(e) for e in errors],
             "tokens": tokens,
@@ -852,7 +872,7 @@ def _provenance_problem(
     source one agent, or one transcript, fills one slot at most.
     """
     via_store = "agent_id" in slot
-    for key in (slot.get("agent_id"), slot.get("transcript_path")):
+    for key in (slot.get("agent_id"), slot.get("transcript_source") or slot.get("transcript_path")):
         if key and key in seen:
             return f"the same reviewer already fills slot {seen[key]}"
     if state["source"] == "api":
@@ -886,7 +906,7 @@ def _validate_slots(
             results.append(None)
             continue
         problem = _provenance_problem(state, slot, seen_agents)
-        for key in (slot.get("agent_id"), slot.get("transcript_path")):
+        for key in (slot.get("agent_id"), slot.get("transcript_source") or slot.get("transcript_path")):
             if key:
                 seen_agents.setdefault(key, label)
         if slot.get("failed"):

@@ -97,9 +97,7 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
-def _lines_read(
-    records: Iterable[Mapping[str, Any]], assignment: str
-) -> dict[int, str]:
+def _lines_read(records: Iterable[Mapping[str, Any]], assignment: str) -> dict[int, str]:
     """Line number -> text, for every line of the assignment a Read returned."""
     seen: dict[int, str] = {}
     for name, tool_input, result in tool_calls(records):

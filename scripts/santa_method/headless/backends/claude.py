@@ -203,8 +203,8 @@ class ClaudeBackend:
             allowed_tools=EDIT,
             permission_mode="acceptEdits",
             setting_sources=[],
-            # Edits are approved only inside the working directory: the
-            # target's own folder, so nothing else in the project changes.
+            # Edits are approved only inside the target's own folder: the
+            # working copy's (or, with --in-place, the user's file's) folder.
             cwd=str(target.parent),
             model=request.model,
             max_turns=self.max_turns,
