@@ -228,6 +228,8 @@ def test_cost_by_hand(result: dict) -> None:
     r1, r2, r6 = cost["per_run"]["R1"], cost["per_run"]["R2"], cost["per_run"]["R6"]
     assert r1 == {
         "tokens": 1000,
+        "cache_read_tokens": None,  # no record of the run carries the cache split
+        "cache_write_tokens": None,
         "cost_usd": pytest.approx(0.01),
         "generation_tokens": 1000,
         "generation_cost_usd": pytest.approx(0.02),
@@ -243,6 +245,28 @@ def test_cost_by_hand(result: dict) -> None:
     assert cost["mean_tokens_per_run"] == pytest.approx(1200)
     assert cost["mean_cost_usd_per_run"] == pytest.approx(0.01)
     assert cost["mean_multiple"] == pytest.approx(1.25)
+
+
+def test_cache_split_from_token_detail_without_double_counting(tmp_path: Path) -> None:
+    g = Log(tmp_path / "log.jsonl")
+    detail = {"input": 100, "output": 20, "cache_read": 900, "cache_write": 0, "total": 1020}
+    g.review("C1", 1, "B", "PASS", "PASS", tokens=1020, token_detail=detail, cost_usd=0.001)
+    second = {**detail, "cache_read": 0, "cache_write": 900}
+    g.review("C1", 1, "C", "PASS", "PASS", tokens=1020, token_detail=second, cost_usd=0.002)
+    g.gate("C1", 1, "NICE", "ship")
+    # A tokens map with its own total counts the total once, not total + parts.
+    g.add("C1", "ship", None, tokens={"input": 5, "output": 5, "cache_read": 2, "total": 12})
+    g.review("C2", 1, "B", "PASS", "PASS", tokens=300)  # an older record: no split
+    cost = compute(log.read(g.path).records)["cost"]
+    c1, c2 = cost["per_run"]["C1"], cost["per_run"]["C2"]
+    assert c1["tokens"] == 1020 + 1020 + 12
+    assert c1["cache_read_tokens"] == 902 and c1["cache_write_tokens"] == 900
+    assert c1["cost_usd"] == pytest.approx(0.003)
+    assert c2["tokens"] == 300
+    assert c2["cache_read_tokens"] is None and c2["cache_write_tokens"] is None
+    assert cost["tokens_total"] == 2352
+    assert cost["cache_read_tokens_total"] == 902 and cost["cache_write_tokens_total"] == 900
+    assert compute([])["cost"]["cache_read_tokens_total"] is None
 
 
 def test_targets(result: dict) -> None:

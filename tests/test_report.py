@@ -194,3 +194,17 @@ def test_report_of_an_unknown_run_is_an_input_error(
     monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
     assert main(["report", "20990101-000000-000000"]) == 2
     assert "no run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (300, 300),
+        ({"input": 100, "output": 20, "cache_read": 5, "cache_write": 0, "total": 125}, 125),
+        ({"input": 100, "output": 20}, 120),
+        (True, None),
+        ("300", None),
+    ],
+)
+def test_token_counts_never_add_a_total_to_its_parts(value: Any, expected: int | None) -> None:
+    assert reports._tokens(value) == expected

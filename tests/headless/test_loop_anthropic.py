@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from e2e.stub_server import FIXER, REVIEWER, Error, Json, Reply, Text, first_user_text
+from e2e.stub_server import FIXER, REVIEWER, Error, Json, Reply, Text, Usage, first_user_text
 from santa_method.cli import main
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.schema import strict_subset_violations
@@ -332,6 +332,38 @@ def test_prefix_is_cached_and_identical_across_reviewers_and_rounds(stub_server,
     rounds = {first_user_text(r.body) for r in requests}
     assert len(rounds) == 2  # the round part (output, canary) differs by round
     assert all(t.rstrip().splitlines()[-1].startswith("santa-canary: ") for t in rounds)
+
+
+def test_review_records_carry_the_cache_split(stub_server, project, target):
+    from santa_method.state.metrics import compute
+
+    # One reviewer writes the cached prefix, the other reads it.
+    writes = Usage(input_tokens=40, output_tokens=20, cache_creation_input_tokens=300)
+    reads = Usage(input_tokens=40, output_tokens=20, cache_read_input_tokens=300)
+    server = stub_server(
+        {
+            REVIEWER: [
+                lambda body: Reply(Json(passing(body)), usage=writes),
+                lambda body: Reply(Json(passing(body)), usage=reads),
+            ]
+        }
+    )
+    result = verify_sync(SPEC, target, backend=backend(server))
+    assert result.verdict == "NICE"
+    reviews = records(project, result.run_id, "review")
+    assert len(reviews) == 2
+    splits = sorted(
+        (r["token_detail"]["cache_read"], r["token_detail"]["cache_write"]) for r in reviews
+    )
+    assert splits == [(0, 300), (300, 0)]  # each record its own reviewer's numbers
+    for review in reviews:
+        assert review["token_detail"]["input"] == 40 and review["token_detail"]["output"] == 20
+        assert review["tokens"] == review["token_detail"]["total"] == 360
+    # Metrics report the split and count each token once.
+    run = compute(runlog.read(project / ".santa" / "log.jsonl").records)["cost"]["per_run"]
+    assert run[result.run_id]["tokens"] == 720
+    assert run[result.run_id]["cache_read_tokens"] == 300
+    assert run[result.run_id]["cache_write_tokens"] == 300
 
 
 def test_strict_schema_in_requests_stays_in_the_api_subset(stub_server, project, target):

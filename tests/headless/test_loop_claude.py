@@ -2,24 +2,40 @@
 
 Slower than the anthropic tests (one CLI process per reviewer), so only the
 cases that differ: structured output through the StructuredOutput tool, one
-process per reviewer with read-only tools, and a missing structured output.
+process per reviewer with read-only tools, a missing structured output, the
+fixer editing the working copy with the CLI's own tools, a hand-back that
+resumes the reviewer's session, and --cache-warm timed by stream events.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.stub_server import IGNORED_TOOLS, REVIEWER, Json, Text
+from e2e.stub_server import (
+    FIXER,
+    IGNORED_TOOLS,
+    REVIEWER,
+    Json,
+    Reply,
+    Text,
+    ToolUse,
+    conversation,
+    first_user_text,
+    last_user_text,
+)
 from santa_method.core.schema import strict_schema
 from santa_method.headless import verify_sync
 from santa_method.headless.backends.base import ReviewRequest
 from santa_method.headless.backends.claude import ClaudeBackend
+from santa_method.state import log as runlog
 
-from .conftest import CRITERIA, passing
+from .conftest import CRITERIA, failing, passing
 
 pytestmark = pytest.mark.slow
 
@@ -27,6 +43,22 @@ pytestmark = pytest.mark.slow
 def backend(server: Any, claude_env: Any, claude_cli: str) -> ClaudeBackend:
     env = claude_env(server, CLAUDE_CODE_MAX_RETRIES="1")
     return ClaudeBackend(env=env, max_retries=1, cli_path=claude_cli)
+
+
+def records(project: Path, run_id: str, event: str) -> list[dict[str, Any]]:
+    found = runlog.read(project / ".santa" / "log.jsonl").records
+    return [r for r in found if r["run_id"] == run_id and r["event"] == event]
+
+
+def failing_review(body: dict[str, Any]) -> dict[str, Any]:
+    """A FAIL in the strict schema's shape: the CLI checks StructuredOutput
+    input against it, so every issue field is present (null when unused)."""
+    review = failing(body, "Released in 1999.")
+    review["critical_issues"][0].update(missing=None, location=None)
+    return review
+
+
+SPEC = "A README with the release year and a License section."
 
 
 def test_nice_at_round_1_through_structured_output(
@@ -71,3 +103,116 @@ def test_backend_error_is_one_sentence(stub_server, claude_env, claude_cli, proj
     server = stub_server({REVIEWER: lambda body: Error(401)})
     with pytest.raises(BackendError, match="401"):
         verify_sync("spec", Path(target), backend=backend(server, claude_env, claude_cli))
+
+
+def test_fixer_edits_the_working_copy_then_nice(
+    stub_server, claude_env, claude_cli, project, target
+):
+    original = target.read_text()
+
+    def reviewer(body: dict[str, Any]) -> Json:
+        if "1999" in first_user_text(body):
+            return Json(failing_review(body))
+        return Json(passing(body))
+
+    def working_copy(body: dict[str, Any]) -> str:
+        found = re.search(r"The file to edit is (.+?) \(a working copy\)", first_user_text(body))
+        assert found, "the fixer must be told which file to edit"
+        return found.group(1)
+
+    # The fixer reads the file, edits it with the CLI's Edit tool, and reports.
+    server = stub_server(
+        {
+            REVIEWER: reviewer,
+            FIXER: [
+                lambda body: ToolUse("Read", {"file_path": working_copy(body)}),
+                lambda body: ToolUse(
+                    "Edit",
+                    {"file_path": working_copy(body), "old_string": "1999", "new_string": "2024"},
+                ),
+                Text("1. fixed: year"),
+            ],
+        }
+    )
+    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    assert result.verdict == "NICE", result.to_json()
+    assert [r.next for r in result.history] == ["fix", "ship"]
+    assert target.read_text() == original  # the user's file changes only with in_place
+    working = Path(result.output_path)
+    assert working != target
+    assert working.read_text() == result.output == original.replace("1999", "2024")
+    fixer_requests = server.requests_for(FIXER)
+    assert len(fixer_requests) == 3
+    assert working_copy(fixer_requests[0].body) == str(working)
+    assert "Edit" in fixer_requests[0].tools
+    (fix,) = records(project, result.run_id, "fix")
+    # Three fixer requests at the stub's 100 in / 20 out each.
+    assert fix["tokens"] == 360
+    assert fix["token_detail"]["input"] == 300 and fix["token_detail"]["output"] == 60
+    assert fix["cost_usd"] > 0 and fix["notes"] == "1. fixed: year"
+
+
+def test_invalid_reply_is_handed_back_in_the_same_session(
+    stub_server, claude_env, claude_cli, project, target
+):
+    lock = threading.Lock()
+    fresh = {"asks": 0}
+
+    def reviewer(body: dict[str, Any]) -> Json:
+        if len(conversation(body)) == 1:
+            with lock:
+                fresh["asks"] += 1
+                first = fresh["asks"] == 1
+            if first:  # the first reviewer to ask echoes a wrong canary
+                return Json({**passing(body), "canary": "0000"})
+        return Json(passing(body))
+
+    server = stub_server({REVIEWER: reviewer})
+    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    assert result.verdict == "NICE", result.to_json()
+    requests = server.requests_for(REVIEWER)
+    assert len(requests) == 3
+    (again,) = [r for r in requests if len(conversation(r.body)) > 1]
+    session = again.headers["x-claude-code-session-id"]
+    (first,) = [r for r in requests if r is not again and r.conversation == session]
+    # The hand-back continues the first conversation: the assignment, the
+    # reviewer's own first reply (the wrong canary), then the feedback.
+    assert first_user_text(again.body) == first_user_text(first.body)
+    handed_back = conversation(again.body)[1]["content"]
+    assert handed_back[0]["name"] == "StructuredOutput"
+    assert handed_back[0]["input"]["canary"] == "0000"
+    feedback = last_user_text(again.body)
+    assert "not a valid review" in feedback and "canary" in feedback
+    asks = sorted(r.asks for r in result.history[0].reviewers)
+    assert asks == [1, 2]
+    (twice,) = [r for r in result.history[0].reviewers if r.asks == 2]
+    assert twice.valid and twice.verdict == "PASS"
+    # A resumed session reports the whole session's totals; only its own two
+    # requests count (100 in / 20 out each), never the first one again.
+    assert (twice.tokens.input, twice.tokens.output) == (200, 40)
+    assert twice.cost_usd == pytest.approx(2 * 0.0008)
+
+
+def test_cache_warm_starts_the_others_once_the_first_streams(
+    stub_server, claude_env, claude_cli, project, target
+):
+    lock = threading.Lock()
+    seen = {"requests": 0}
+
+    def reviewer(body: dict[str, Any]) -> Any:
+        with lock:
+            seen["requests"] += 1
+            first = seen["requests"] == 1
+        if first:  # begins streaming after 1 s, ends 3.5 s later (room for a slow CLI start)
+            return Reply(Json(passing(body)), delay=1.0, stream_delay=3.5)
+        return Json(passing(body))
+
+    server = stub_server({REVIEWER: reviewer})
+    result = verify_sync(
+        SPEC, target, backend=backend(server, claude_env, claude_cli), cache_warm=True
+    )
+    assert result.verdict == "NICE", result.to_json()
+    first, second = server.requests_for(REVIEWER)
+    assert first.conversation != second.conversation
+    assert second.arrived - first.arrived >= 1.0  # waited for the first stream to begin
+    assert first.finished is not None and second.arrived < first.finished  # not for its end

@@ -171,6 +171,11 @@ def shell_problem(command: str) -> str | None:
             return "switches a run away from the reviewer hook"
     if ".santa/runs" in flat or (".santa" in flat and ("runs/" in flat or "state.json" in flat)):
         return "touches santa's run state directly"
+    if "batches/" in flat and (
+        re.search(r">\s*\S*batches/", command)
+        or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)
+    ):
+        return "touches santa's batch state directly"
     if "log.jsonl" in flat and (
         re.search(r">\s*\S*log\.jsonl", command)
         or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)
@@ -198,6 +203,7 @@ def _protected(path_text: str, cwd: str | None) -> str | None:
     santa = _santa_dir()
     for folder, what in (
         (santa / "runs", "santa's run state"),
+        (santa / "batches", "santa's batch state"),
         (_transcripts_dir(), "agent transcripts"),
     ):
         if path == folder or folder in path.parents:

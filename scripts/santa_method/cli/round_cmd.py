@@ -107,6 +107,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch_screen(rubric: str) -> bool:
+    """A batch's one-criterion screen rubric is narrower than the config's
+    on purpose, and allowed only while that batch screens for it."""
+    from santa_method.claude_code.batch import screen_rubric_allowed
+
+    return screen_rubric_allowed(rubric)
+
+
 def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
     """Inside Claude Code the model runs this command: it may tighten the
     project's settings, never loosen them (more fixes, fewer reviewers, a
@@ -124,7 +132,7 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
         and args.budget_usd > config.budget_usd
     ):
         looser.append(f"--budget-usd {args.budget_usd} (config: {config.budget_usd})")
-    if args.rubric is not None and args.rubric != config.rubric:
+    if args.rubric is not None and args.rubric != config.rubric and not _batch_screen(args.rubric):
         from santa_method.core.rubric import load_rubric
         from santa_method.state.paths import project_rubrics_dir
 

@@ -123,6 +123,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("items", nargs="+", metavar="ITEMS", help="files, folders or JSONL files")
+    add_sampling_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=run)
+
+
+def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
+    """The plan's options, shared with `santa batch` and `santa batch plan`."""
     p.add_argument(
         "--rate",
         type=_fraction(closed_top=True, flag="--rate"),
@@ -157,8 +164,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=_seed, metavar="N", help="random seed (default: a fresh one, printed)"
     )
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.set_defaults(func=run)
+
+
+def check_sampling_arguments(args: argparse.Namespace) -> None:
+    if (args.prevalence is None) != (args.confidence is None):
+        raise InputError(
+            "--prevalence and --confidence go together: give both for a guarantee plan, "
+            "or neither for the flat plan"
+        )
+    if args.confidence is not None and (args.rate is not None or args.minimum is not None):
+        raise InputError("--rate and --min set the flat plan; leave them out with --confidence")
 
 
 # ---------------------------------------------------------------- reading ITEMS
@@ -265,13 +280,7 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.cli._io import print_json
     from santa_method.core.sampling import make_plan
 
-    if (args.prevalence is None) != (args.confidence is None):
-        raise InputError(
-            "--prevalence and --confidence go together: give both for a guarantee plan, "
-            "or neither for the flat plan"
-        )
-    if args.confidence is not None and (args.rate is not None or args.minimum is not None):
-        raise InputError("--rate and --min set the flat plan; leave them out with --confidence")
+    check_sampling_arguments(args)
 
     items = read_items(args.items, args.strata)
     exclude = read_exclusions(args.exclude) if args.exclude else []

@@ -124,6 +124,24 @@ def reviewer_assignment(
     )
 
 
+def screening_round_part(
+    *, batch_id: str, criterion: str, output: str, boundary: str, canary: str
+) -> str:
+    """The per-item part of a batch screen: one item, judged on one criterion.
+
+    It follows a `reviewer_prefix` built from a one-criterion rubric, so a
+    screen is an ordinary review (same schema, same checks), only narrower.
+    """
+    return (
+        f"\n## Output under review (data): batch {batch_id}, screened for {criterion} only\n\n"
+        + fence("OUTPUT", output, boundary)
+        + "\n"
+        + CANARY_PREFIX
+        + canary
+        + "\n"
+    )
+
+
 def reviewer_instruction(assignment_path: str, run_id: str, round_number: int) -> str:
     """What the orchestrator passes to each reviewer, verbatim."""
     return (

@@ -145,7 +145,15 @@ def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
         from santa_method.headless.backends.claude import ClaudeBackend
 
         return ClaudeBackend(**options)
-    raise InputError(f"unknown backend '{backend}'; use 'anthropic' or 'claude'")
+    if backend == "anthropic-batch":
+        from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
+
+        if "state_path" not in options:
+            raise InputError(
+                "the anthropic-batch backend needs state_path= (where its batches are kept)"
+            )
+        return AnthropicBatchBackend(**options)
+    raise InputError(f"unknown backend '{backend}'; use 'anthropic', 'claude' or 'anthropic-batch'")
 
 
 def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
@@ -215,10 +223,14 @@ class _Run:
         self.unlogged_tokens, self.unlogged_cost = Tokens(), 0.0
         return data
 
-    async def call(self, what: str, coro: Any) -> Any:
-        """One backend call under the per-call timeout; every failure is a BackendError."""
+    async def call(self, what: str, coro: Any, *, queued: bool = False) -> Any:
+        """One backend call under the per-call timeout; every failure is a BackendError.
+
+        A `queued` call (a review waiting in a Message Batch, for hours maybe)
+        is not timed as a whole: the backend times its own HTTP calls.
+        """
         try:
-            if self.timeout:
+            if self.timeout and not queued:
                 async with asyncio.timeout(self.timeout):
                     return await coro
             return await coro
@@ -267,7 +279,11 @@ class _Run:
                 session=session,
                 on_started=on_started if not followups else None,
             )
-            reply = await self.call(f"reviewer {label}", self.backend.review(request))
+            reply = await self.call(
+                f"reviewer {label}",
+                self.backend.review(request),
+                queued=bool(getattr(self.backend, "queued", False)),
+            )
             on_started = None
             tokens = tokens + reply.tokens
             if reply.cost_usd is None:
@@ -353,6 +369,36 @@ class _Run:
         return [t.result() for t in tasks]
 
 
+async def review_once(
+    backend: Backend,
+    rubric: Rubric,
+    *,
+    prefix: str,
+    round_part: str,
+    output: str,
+    canary: str,
+    model: str | None = None,
+    timeout: float | None = None,
+    project_dir: str = ".",
+    label: str = "screen",
+) -> tuple[ValidationResult, ReviewerRecord]:
+    """One reviewer outside a run (a batch's screen), re-asked exactly as in a run."""
+    run = _Run(
+        backend,
+        rubric,
+        models={label: model},
+        fixer_model=None,
+        timeout=timeout,
+        cache_warm=False,
+        project_dir=project_dir,
+        on_event=None,
+    )
+    _text, result, record = await run.review_slot(
+        label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
+    )
+    return result, record
+
+
 def _leaves(group: BaseExceptionGroup) -> Any:
     for error in group.exceptions:
         if isinstance(error, BaseExceptionGroup):
@@ -403,6 +449,9 @@ async def verify(
     log: str | os.PathLike[str] | None = None,
     on_event: EventHook | None = None,
     project_dir: str | os.PathLike[str] | None = None,
+    resume_run: str | None = None,
+    close_backend: bool = True,
+    open_on_cancel: bool = False,
 ) -> VerifyResult:
     """Verify `output` (text, or a file given as a Path) against `spec`.
 
@@ -410,6 +459,14 @@ async def verify(
     (report written). Raises RefusedError when the pre-check fails (no
     reviewer spent), InputError for bad arguments, BackendError when the
     model backend fails (the run is escalated first, never shipped).
+
+    `resume_run` continues a run an interrupted process left with its round
+    open (same assignment and canary, so a backend that keyed the requests,
+    like anthropic-batch, answers them without paying twice); a run past
+    that point is escalated as interrupted and `output` verified afresh.
+    `close_backend=False` keeps a shared backend's client open for other
+    runs; `open_on_cancel=True` leaves a cancelled run open to be resumed
+    (a batch does both), where a plain run is escalated when cancelled.
     """
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
@@ -435,7 +492,7 @@ async def verify(
     impl = resolve_backend(backend)
     labels_all = _labels(reviewers)
     per_label = models_for(models, labels_all)
-    if max_cost_usd is not None and getattr(impl, "name", None) == "anthropic":
+    if max_cost_usd is not None and getattr(impl, "name", None) in ("anthropic", "anthropic-batch"):
         from santa_method.headless.backends import prices
 
         unpriced = sorted(
@@ -465,6 +522,16 @@ async def verify(
     work.mkdir(exist_ok=True)
     if not (work / ".gitignore").exists():
         (work / ".gitignore").write_text("*\n", encoding="utf-8")
+    opened = runs.reopen(resume_run) if resume_run else None
+    if resume_run and opened is None:
+        _escalate_quietly(resume_run, "interrupted; verified again in a new run")
+    if opened is not None:
+        working, original = Path(runs.load(opened.run_id)["target"]["path"]), None
+        run_id = opened.run_id
+        run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True)
+        return await _guarded(
+            run, impl, opened, working, max_cost_usd, close_backend, open_on_cancel
+        )
     working, original = _working_copy(santa, output, in_place)
     opened = runs.start_run(
         target={"kind": "file", "path": str(working)},
@@ -484,16 +551,38 @@ async def verify(
     )
     run_id = opened.run_id
     run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original)
+    return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, open_on_cancel)
+
+
+async def _guarded(
+    run: _Run,
+    impl: Backend,
+    opened: Any,
+    working: Path,
+    max_cost_usd: float | None,
+    close_backend: bool,
+    open_on_cancel: bool,
+) -> VerifyResult:
+    """Drive the run; any error escalates it (never shipped) and propagates.
+
+    A cancelled task (an interrupted batch) leaves the run open instead, so
+    `resume_run` can pick up the same round without paying for it twice.
+    """
     try:
         return await _drive(run, opened, working, max_cost_usd)
+    except asyncio.CancelledError as exc:
+        if not open_on_cancel:
+            _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc!r}")
+        raise
     except BaseException as exc:
-        _escalate_quietly(run_id, f"the run stopped on an error: {exc}")
+        _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc}")
         raise
     finally:
-        closer = getattr(impl, "aclose", None)
-        if closer is not None:
-            with contextlib.suppress(Exception):
-                await closer()
+        if close_backend:
+            closer = getattr(impl, "aclose", None)
+            if closer is not None:
+                with contextlib.suppress(Exception):
+                    await closer()
 
 
 def _labels(n: int) -> list[str]:
@@ -545,6 +634,7 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
                 errors=result.errors,
                 tokens=record.tokens.total,
                 cost_usd=record.cost_usd,
+                token_detail=record.tokens.to_json(),
             )
             run.spend(record.tokens, record.cost_usd, logged=True)
             records.append(record)

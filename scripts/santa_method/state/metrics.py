@@ -32,7 +32,11 @@ Definitions (issue 3, item 6), with the choices that make them exact:
 - `cost`: tokens and USD of verification per run (every record but
   `generate`), generation tokens and USD (`generate` records), and the
   multiple verification / generation in USD where both are known, else in
-  tokens.
+  tokens. A record's tokens are its `tokens` total (a map's `total` when it
+  has one, else the sum of its parts), never that plus its
+  `token_detail`; the cache split (`cache_read_tokens`,
+  `cache_write_tokens`) comes from `token_detail` (or a `tokens` map) and
+  is None where no record of the run carries it.
 - `since`: keeps the runs whose first record is at or after that moment
   (a date means 00:00 UTC), so a run is never cut in half.
 
@@ -255,6 +259,8 @@ def cost(runs: Sequence[RunView]) -> dict[str, Any]:
         generate = run.events("generate")
         entry = {
             "tokens": _sum((_tokens(r) for r in verify), whole=True),
+            "cache_read_tokens": _sum((_cache(r, "cache_read") for r in verify), whole=True),
+            "cache_write_tokens": _sum((_cache(r, "cache_write") for r in verify), whole=True),
             "cost_usd": _sum(_number(r.get("cost_usd")) for r in verify),
             "generation_tokens": _sum((_tokens(r) for r in generate), whole=True),
             "generation_cost_usd": _sum(_number(r.get("cost_usd")) for r in generate),
@@ -268,6 +274,12 @@ def cost(runs: Sequence[RunView]) -> dict[str, Any]:
     usd = [e["cost_usd"] for e in per_run.values() if e["cost_usd"] is not None]
     return {
         "tokens_total": sum(tokens) if tokens else None,
+        "cache_read_tokens_total": _sum(
+            (e["cache_read_tokens"] for e in per_run.values()), whole=True
+        ),
+        "cache_write_tokens_total": _sum(
+            (e["cache_write_tokens"] for e in per_run.values()), whole=True
+        ),
         "cost_usd_total": sum(usd) if usd else None,
         "mean_tokens_per_run": sum(tokens) / len(tokens) if tokens else None,
         "mean_cost_usd_per_run": sum(usd) / len(usd) if usd else None,
@@ -380,10 +392,24 @@ def _number(value: Any) -> float | None:
 def _tokens(record: Mapping[str, Any]) -> float | None:
     value = record.get("tokens")
     if isinstance(value, dict):
+        # A map of parts may carry its own total: summing it with the parts
+        # would count every token twice.
+        total = _number(value.get("total"))
+        if total is not None:
+            return total
         parts = [_number(v) for v in value.values()]
         known = [p for p in parts if p is not None]
         return sum(known) if known else None
     return _number(value)
+
+
+def _cache(record: Mapping[str, Any], part: Literal["cache_read", "cache_write"]) -> float | None:
+    """One side of a record's cache split: `token_detail`, else a `tokens` map; None if absent."""
+    for key in ("token_detail", "tokens"):
+        value = record.get(key)
+        if isinstance(value, dict) and part in value:
+            return _number(value[part])
+    return None
 
 
 def _sum(values: Iterable[float | None], *, whole: bool = False) -> float | None:

@@ -26,6 +26,9 @@ def _tokens(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, dict):
+        total = value.get("total")  # a map with its own total: the parts are already in it
+        if isinstance(total, int) and not isinstance(total, bool):
+            return total
         parts = [v for v in value.values() if isinstance(v, int) and not isinstance(v, bool)]
         return sum(parts) if parts else None
     return None

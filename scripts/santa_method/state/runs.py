@@ -496,6 +496,19 @@ def next_round(run_id: str) -> RoundOpened:
         return _opened(state, False)
 
 
+def reopen(run_id: str) -> RoundOpened | None:
+    """The round a resumed process continues: the open round of an open run
+    with slots still empty, or None when the run is past that point (then
+    the caller escalates it and starts afresh rather than guess)."""
+    state = load(run_id)
+    if state["status"] != "open":
+        return None
+    current = state["rounds"][-1]
+    if not current["open"] or not any(slot is None for slot in current["slots"].values()):
+        return None
+    return _opened(state, current["rereviews"] > 0)
+
+
 def _slot_stands(slot: dict[str, Any] | None) -> bool:
     """A slot keeps its reply across a re-review only if the last gate found it valid."""
     return bool(slot) and slot.get("gated_valid") is True
@@ -598,11 +611,15 @@ def store_reply(
     errors: Sequence[str] = (),
     tokens: int | None = None,
     cost_usd: float | None = None,
+    token_detail: dict[str, int] | None = None,
 ) -> str:
     """Put a reviewer's reply into the round's first open slot; returns its label.
 
     One agent fills at most one slot: storing again for the same agent
     replaces its own reply (a hook that runs twice), never takes a second.
+    `token_detail` (input, output, cache_read, cache_write, total), when the
+    caller knows it, goes into the review record beside `tokens`, so the log
+    shows what prompt caching saved.
     """
     with _locked(run_id) as state:
         why = _accepting(state, round_number)
@@ -619,6 +636,7 @@ def store_reply(
             "errors": [str(e) for e in errors],
             "tokens": tokens,
             "cost_usd": cost_usd,
+            "token_detail": dict(token_detail) if token_detail else None,
             "stored": _now(),
         }
         for label, held in current["slots"].items():
@@ -906,7 +924,10 @@ def _validate_slots(
             results.append(None)
             continue
         problem = _provenance_problem(state, slot, seen_agents)
-        for key in (slot.get("agent_id"), slot.get("transcript_source") or slot.get("transcript_path")):
+        for key in (
+            slot.get("agent_id"),
+            slot.get("transcript_source") or slot.get("transcript_path"),
+        ):
             if key:
                 seen_agents.setdefault(key, label)
         if slot.get("failed"):
@@ -1067,7 +1088,7 @@ def gate_run(
             if outcome.label in standing:
                 extra["standing"] = True
             else:
-                for key in ("tokens", "cost_usd"):
+                for key in ("tokens", "cost_usd", "token_detail"):
                     if slot.get(key) is not None:
                         extra[key] = slot[key]
             _log(

@@ -14,8 +14,10 @@ honouring `retry-after`); 401 is not, and surfaces at once as BackendError.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from santa_method.core.errors import BackendError
@@ -136,19 +138,13 @@ class AnthropicBackend:
             client, self._client, self._loop = self._client, None, None
             await client.close()
 
-    async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
+    @contextlib.contextmanager
+    def _api_errors(self, client: Any, timeout: float | None) -> Iterator[None]:
+        """Map the SDK's errors to one BackendError sentence each (shared with the batch backend)."""
         import anthropic
 
-        client = self._client_for(timeout)
         try:
-            async with client.messages.stream(**params) as stream:
-                started = False
-                async for _event in stream:
-                    if not started:
-                        started = True
-                        if request is not None and request.on_started is not None:
-                            request.on_started()
-                return await stream.get_final_message()
+            yield
         except anthropic.AuthenticationError:
             raise BackendError(
                 "the Anthropic API refused the credentials (401): check ANTHROPIC_API_KEY"
@@ -174,8 +170,21 @@ class AnthropicBackend:
                 f"the Anthropic API failed ({exc.status_code}): {_msg(exc)}"
             ) from None
 
-    async def review(self, request: ReviewRequest) -> ReviewReply:
-        model = prices.model_id(request.model)
+    async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
+        client = self._client_for(timeout)
+        with self._api_errors(client, timeout):
+            async with client.messages.stream(**params) as stream:
+                started = False
+                async for _event in stream:
+                    if not started:
+                        started = True
+                        if request is not None and request.on_started is not None:
+                            request.on_started()
+                return await stream.get_final_message()
+
+    def _review_params(self, request: ReviewRequest) -> dict[str, Any]:
+        """The Messages API parameters of one reviewer call (no `stream`: the
+        batch backend sends exactly these inside a Message Batch)."""
         messages: list[dict[str, Any]] = [
             {"role": "user", "content": [{"type": "text", "text": request.round_part}]}
         ]
@@ -184,8 +193,8 @@ class AnthropicBackend:
                 {"role": "assistant", "content": [{"type": "text", "text": turn.reply}]}
             )
             messages.append({"role": "user", "content": [{"type": "text", "text": turn.feedback}]})
-        params = {
-            "model": model,
+        return {
+            "model": prices.model_id(request.model),
             "max_tokens": self.max_tokens,
             "system": [
                 {"type": "text", "text": REVIEWER_SYSTEM},
@@ -194,21 +203,32 @@ class AnthropicBackend:
             "messages": messages,
             "output_config": {"format": {"type": "json_schema", "schema": request.schema}},
         }
-        message = await self._call(params, request.timeout, request)
+
+    def _cost(self, model: str, tokens: Tokens) -> float | None:
+        """USD of one call at list price (the batch backend halves it)."""
+        return prices.cost(model, tokens)
+
+    def _review_reply(self, message: Any, model: str) -> ReviewReply:
+        """A ReviewReply from a Messages API message (an SDK object or attribute view)."""
         tokens = _tokens(message.usage)
-        text = _text(message)
         failure = None
         if message.stop_reason == "max_tokens":
             failure = f"the reply was cut off at max_tokens ({self.max_tokens})"
         elif message.stop_reason == "refusal":
             failure = "the model refused to review"
+        answered = message.model or model
         return ReviewReply(
-            text=text,
+            text=_text(message),
             tokens=tokens,
-            cost_usd=prices.cost(message.model or model, tokens),
-            model=message.model or model,
+            cost_usd=self._cost(answered, tokens),
+            model=answered,
             failure=failure,
         )
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        params = self._review_params(request)
+        message = await self._call(params, request.timeout, request)
+        return self._review_reply(message, params["model"])
 
     async def fix(self, request: FixRequest) -> FixReply:
         model = prices.model_id(request.model)

@@ -10,6 +10,10 @@ back through structured output (`ResultMessage.structured_output`); a run
 that ends without it is a failed review. It uses the user's Claude Code
 login; the cost is the CLI's own list-price estimate (`total_cost_usd`).
 A follow-up (a reply handed back with its errors) resumes the same session.
+A resumed session reports tokens and cost summed over the whole session
+(the CLI restores them from the transcript), so the backend remembers what
+each session reported last and returns only the new part: a hand-back is
+never counted twice.
 """
 
 from __future__ import annotations
@@ -72,6 +76,31 @@ def _tokens(result: Any) -> Tokens:
     )
 
 
+def _new_part(
+    total: Tokens, cost: float | None, before: tuple[Tokens, float | None] | None
+) -> tuple[Tokens, float | None]:
+    """What a resumed session spent in this call, given what it had reported before.
+
+    A figure smaller than the earlier one means the CLI did not carry the
+    session's totals over: then the whole figure is this call's.
+    """
+    if before is None:
+        return total, cost
+    old, old_cost = before
+    parts = (
+        (total.input, old.input),
+        (total.output, old.output),
+        (total.cache_read, old.cache_read),
+        (total.cache_write, old.cache_write),
+    )
+    if any(now < then for now, then in parts):
+        return total, cost
+    tokens = Tokens(*(now - then for now, then in parts))
+    if cost is None or old_cost is None or cost < old_cost:
+        return tokens, cost
+    return tokens, round(cost - old_cost, 10)
+
+
 def _model(result: Any, fallback: str | None) -> str | None:
     usage_by_model = getattr(result, "model_usage", None) or {}
     return next(iter(usage_by_model), fallback)
@@ -110,6 +139,8 @@ class ClaudeBackend:
         self.cli_path = cli_path
         self.max_turns = max_turns
         self.max_budget_usd = max_budget_usd
+        # Session id -> the totals its last call reported (see _new_part).
+        self._reported: dict[str, tuple[Tokens, float | None]] = {}
 
     def _env(self) -> dict[str, str]:
         return {"CLAUDE_CODE_MAX_RETRIES": str(self.max_retries), **self.env}
@@ -174,7 +205,14 @@ class ClaudeBackend:
             else request.assignment
         )
         result = await self._run(prompt, options, request.on_started)
-        tokens = _tokens(result)
+        resumed = options.resume
+        tokens, cost = _new_part(
+            _tokens(result),
+            result.total_cost_usd,
+            self._reported.pop(resumed, None) if resumed else None,
+        )
+        if result.session_id:
+            self._reported[result.session_id] = (_tokens(result), result.total_cost_usd)
         obj = result.structured_output
         failure = None
         if result.subtype == "error_max_structured_output_retries":
@@ -186,7 +224,7 @@ class ClaudeBackend:
             text=result.result or "",
             obj=obj,
             tokens=tokens,
-            cost_usd=result.total_cost_usd,
+            cost_usd=cost,
             model=_model(result, request.model),
             session=result.session_id,
             failure=failure,

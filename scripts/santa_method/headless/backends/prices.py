@@ -16,6 +16,11 @@ from santa_method.headless.backends.base import Tokens
 PRICES_AS_OF = "2026-01"
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.10
+# Message Batches are billed at half the list price, every token kind
+# (input, output, cache reads and writes) alike; documented publicly, not
+# measured here (the API reports tokens, never money). Applied by the
+# `anthropic-batch` backend to what `cost()` returns.
+BATCH_FACTOR = 0.5
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,313 @@
+"""A batch inside Claude Code: reviewers are subagents, the helper keeps the books.
+
+Why it works this way: `/santa-method:batch` needs no model backend, so each
+sampled item is verified by an ordinary run (`santa round start`, reviewer
+subagents, the gate), and `santa batch record` reads the run's outcome
+from its state, never from what the orchestrating model says. The rules
+(classification, systemic patterns, screens, re-samples, verdict) are the
+Book's, the same as `santa batch` headless.
+
+A screen here is a run too: the item, one criterion (a rubric the batch
+writes), two reviewers, and the fixer if they flag it. `santa round start`
+accepts that narrow rubric inside Claude Code only while the batch is
+screening for exactly that criterion (see `screen_rubric_allowed`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from santa_method.core import batch as rules
+from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.types import Rubric
+from santa_method.state import batches, runs
+from santa_method.state.batches import BatchItem, Book, ItemStore
+from santa_method.state.paths import ensure_santa_dir
+
+
+def _store(state: dict[str, Any]) -> ItemStore:
+    items = [
+        BatchItem(id=i["id"], stratum=i.get("stratum"), path=i.get("path"), record=i.get("record"))
+        for i in state["items"]
+    ]
+    return ItemStore(state, items, state["options"]["field"])
+
+
+def _book(state: dict[str, Any]) -> Book:
+    return Book(state, _store(state))
+
+
+def plan(
+    items: Sequence[BatchItem],
+    spec: str,
+    *,
+    rubric_ref: str,
+    rubric: Rubric,
+    options: dict[str, Any],
+    seed: int,
+) -> dict[str, Any]:
+    """Open a batch for reviewer subagents and draw its first sample."""
+    from santa_method.core.rubric import rubric_hash
+
+    state = batches.open_batch(
+        items=items,
+        spec=spec,
+        options=options,
+        seed=seed,
+        mode="claude-code",
+        fingerprint_=batches.fingerprint(items, spec, options),
+    )
+    # JSONL items become files the runs can review and the fixer can edit;
+    # they live under .santa/inputs/ (not the batch folder, which the
+    # guards keep the model out of).
+    inputs = ensure_santa_dir() / "inputs" / f"batch-{state['id']}"
+    for index, (item, entry) in enumerate(zip(items, state["items"], strict=True)):
+        if item.path is None:
+            inputs.mkdir(parents=True, exist_ok=True)
+            path = inputs / f"{index:06d}.txt"
+            path.write_text(item.text or "", encoding="utf-8")
+            entry.update(path=str(path), record=item.record)
+        else:
+            entry["path"] = str(Path(item.path).resolve())
+    state.update(rubric_ref=rubric_ref, rubric_hash=rubric_hash(rubric), screen_rubrics={})
+    book = _book(state)
+    book.draw()
+    return view(state)
+
+
+def _command(state: dict[str, Any], path: str, rubric: str) -> str:
+    spec = batches.batch_dir(state["id"]) / "spec.md"
+    return (
+        f"santa round start --against {shlex.quote(path)} --spec {shlex.quote(str(spec))} "
+        f"--rubric {shlex.quote(rubric)} --json"
+    )
+
+
+def _path_of(state: dict[str, Any], item: str) -> str:
+    return next(i["path"] for i in state["items"] if i["id"] == item)
+
+
+def next_step(state: dict[str, Any]) -> dict[str, Any]:
+    """What the orchestrator does next, with the exact commands."""
+    if state["status"] != "open":
+        folder = batches.batch_dir(state["id"])
+        return {
+            "step": "done",
+            "verdict": state.get("verdict"),
+            "report": str(folder / "report.md"),
+        }
+    book = _book(state)
+    wave = book.current()
+    assert wave is not None
+    pending = [i for i in wave["items"] if i not in wave["outcomes"]]
+    if pending:
+        return {
+            "step": "verify",
+            "wave": wave["number"],
+            "statement": wave["plan"]["statement"],
+            "items": [
+                {
+                    "id": i,
+                    "against": _path_of(state, i),
+                    "command": _command(state, _path_of(state, i), state["rubric_ref"]),
+                }
+                for i in pending
+            ],
+        }
+    for criterion in wave.get("screening") or []:
+        done = wave["screens"].get(criterion, {})
+        todo = [i for i in book.unverified() if i not in done]
+        if todo:
+            rubric = state["screen_rubrics"][criterion]["path"]
+            return {
+                "step": "screen",
+                "wave": wave["number"],
+                "criterion": criterion,
+                "items": [
+                    {
+                        "id": i,
+                        "against": _path_of(state, i),
+                        "command": _command(state, _path_of(state, i), rubric),
+                    }
+                    for i in todo
+                ],
+            }
+    return {"step": "decide"}  # never left standing: record() advances past it
+
+
+def view(state: dict[str, Any]) -> dict[str, Any]:
+    step = next_step(state)
+    return {
+        "batch_id": state["id"],
+        "status": state["status"],
+        "population": _book(state).population(),
+        "waves": [batches.wave_summary(w) for w in state["waves"]],
+        "next": step,
+        "record": f"santa batch record {state['id']} --item ITEM --run RUN_ID",
+    }
+
+
+def _screen_rubric(state: dict[str, Any], criterion: str) -> dict[str, str]:
+    import yaml
+
+    from santa_method.core.rubric import load_rubric, rubric_from_json, rubric_hash
+
+    full = rubric_from_json(state["options"]["rubric"])
+    chosen = next(c for c in full.criteria if c.id == criterion)
+    path = batches.batch_dir(state["id"]) / f"screen-{criterion}.yaml"
+    doc = {
+        "name": f"screen-{criterion}",
+        "description": f"Batch {state['id']}: screen every unverified item for {criterion} only.",
+        "criteria": [chosen.to_json()],
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    loaded = load_rubric(str(path))
+    assert loaded is not None
+    return {"path": str(path), "hash": rubric_hash(loaded)}
+
+
+def _advance(book: Book) -> None:
+    """Apply the rules once every item of the current step is recorded."""
+    state = book.state
+    while state["status"] == "open":
+        wave = book.current()
+        assert wave is not None
+        if any(i not in wave["outcomes"] for i in wave["items"]):
+            return
+        decision = book.decide(wave)
+        if decision.step == "screen":
+            if not wave.get("screening"):
+                for criterion in decision.criteria:
+                    state["screen_rubrics"][criterion] = _screen_rubric(state, criterion)
+                wave["screening"] = list(decision.criteria)
+                book.save()
+            if next_step(state)["step"] == "screen":
+                return
+            wave["screened"] = True
+            decision = book.decide(wave)
+        book.conclude(wave, decision)
+        if decision.step == "resample":
+            book.draw()
+            continue
+        book.finish(decision, tokens=None, warnings=[])
+        return
+
+
+def _check_run(state: dict[str, Any], item: str, run_id: str) -> dict[str, Any]:
+    """The run must be this item's, for this batch's spec, finished, and new."""
+    run = runs.load(run_id)
+    if run["status"] == "open":
+        raise InputError(
+            f"run {run_id} is still open; finish it (ship or escalate) before recording it"
+        )
+    target = run["target"]
+    expected = Path(_path_of(state, item)).resolve()
+    if target.get("kind") != "file" or Path(target["path"]).resolve() != expected:
+        raise RefusedError(f"run {run_id} did not verify item '{item}' ({expected})")
+    if run["spec_sha256"] != state["spec_sha256"]:
+        raise RefusedError(f"run {run_id} used another spec than batch {state['id']}")
+    if run["created"] < state["created"]:
+        raise RefusedError(f"run {run_id} is older than batch {state['id']}")
+    used = {
+        o.get("run_id")
+        for w in state["waves"]
+        for o in [*w["outcomes"].values(), *(e for s in w["screens"].values() for e in s.values())]
+    }
+    if run_id in used:
+        raise RefusedError(f"run {run_id} is already recorded in batch {state['id']}")
+    return run
+
+
+def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
+    """Record a finished run as the outcome of an item the batch is waiting for."""
+    with batches.locked(batch_id) as state:
+        if state.get("mode") != "claude-code":
+            raise InputError(f"batch {batch_id} is run by `santa batch`, not recorded by hand")
+        if state["status"] != "open":
+            raise RefusedError(f"batch {batch_id} is finished ({state['status']})")
+        if item not in {i["id"] for i in state["items"]}:
+            raise InputError(f"batch {batch_id} has no item '{item}'")
+        run = _check_run(state, item, run_id)
+        step = next_step(state)
+        waiting = {i["id"] for i in step.get("items", [])}
+        if item not in waiting:
+            raise RefusedError(
+                f"item '{item}' is not waiting for a run now (the batch's next step is "
+                f"{step['step']}); see `santa batch status {batch_id}`"
+            )
+        book = _book(state)
+        wave = book.current()
+        assert wave is not None
+        outcome = batches.outcome_of_run(item, run_id)
+        if step["step"] == "verify":
+            if run["rubric_hash"] != state["rubric_hash"]:
+                raise RefusedError(f"run {run_id} used another rubric than the batch")
+            wave["outcomes"][item] = outcome.to_json()
+            recorded: dict[str, Any] = {"phase": "verify", **outcome.to_json()}
+        else:
+            criterion = step["criterion"]
+            if run["rubric_hash"] != state["screen_rubrics"][criterion]["hash"]:
+                raise RefusedError(
+                    f"run {run_id} did not use the screen rubric for {criterion} "
+                    f"({state['screen_rubrics'][criterion]['path']})"
+                )
+            result = {"passed": "clean", "fixed": "flagged", "escalated": "unusable"}
+            entry = {
+                "run_id": run_id,
+                "result": result[outcome.status],
+                "fixed": outcome.status == "fixed",
+                "cost_usd": outcome.cost_usd,
+            }
+            wave["screens"].setdefault(criterion, {})[item] = entry
+            recorded = {"phase": "screen", "item": item, "criterion": criterion, **entry}
+        if outcome.cost_usd is not None and state.get("cost_usd") is not None:
+            state["cost_usd"] = round(state["cost_usd"] + outcome.cost_usd, 8)
+        batches.event(batch_id, "record", **recorded)
+        _advance(book)
+        answer = view(state)
+    answer["recorded"] = recorded
+    return answer
+
+
+def status(batch_id: str | None) -> dict[str, Any]:
+    if batch_id is None:
+        found = [b for b in batches.list_ids() if batches.load(b).get("mode") == "claude-code"]
+        if not found:
+            raise InputError("there is no batch yet; start one with `santa batch plan`")
+        batch_id = found[-1]
+    return view(batches.load(batch_id))
+
+
+def screen_rubric_allowed(rubric_arg: str | None) -> bool:
+    """True when `rubric_arg` is the screen rubric of an open batch that is
+    screening for that criterion now, unchanged since the batch wrote it."""
+    from santa_method.core.rubric import load_rubric, rubric_hash
+
+    if not rubric_arg:
+        return False
+    path = Path(rubric_arg).resolve()
+    base = batches.batches_dir().resolve()
+    if path.parent.parent != base or not path.name.startswith("screen-"):
+        return False
+    try:
+        state = batches.load(path.parent.name)
+    except InputError:
+        return False
+    criterion = path.name.removeprefix("screen-").removesuffix(".yaml")
+    wave = state["waves"][-1] if state.get("waves") else None
+    known = (state.get("screen_rubrics") or {}).get(criterion)
+    if state["status"] != "open" or wave is None or known is None:
+        return False
+    if criterion not in (wave.get("screening") or []) or wave.get("screened"):
+        return False
+    try:
+        loaded = load_rubric(str(path))
+    except InputError:
+        return False
+    return loaded is not None and rubric_hash(loaded) == known["hash"]
+
+
+__all__ = ["plan", "record", "rules", "screen_rubric_allowed", "status", "view"]

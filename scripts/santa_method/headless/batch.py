@@ -1,0 +1,603 @@
+"""The headless batch (Pattern C): sample, verify, find systemic patterns,
+screen and fix them, re-sample, and state what the result guarantees.
+
+Why it is built from the pieces it is: each sampled item is verified by
+`verify()`, the same loop and run state as `santa run`, so an item can
+neither skip a step nor ship without a NICE gate; the batch's own rules
+(what failed, what is systemic, what comes next) are the pure functions of
+core/batch.py, shared with `santa batch plan/record` inside Claude Code;
+everything decided is saved in the batch's state before it is acted on, so
+`resume` continues an interrupted batch (and, with `anthropic-batch`, the
+same Message Batch) without paying twice.
+
+A screen is one reviewer judging one item on one criterion (the systemic
+one), with the same schema, checks and re-asks as a run's reviewers; an
+item it flags goes to the fixer with those flags only. Screens never ship
+anything: the fresh sample that follows is what the verdict rests on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from santa_method.core import assignment as texts
+from santa_method.core import batch as rules
+from santa_method.core.errors import BackendError, InputError
+from santa_method.core.merge import flags_of, merge_flags
+from santa_method.core.types import Rubric
+from santa_method.headless.backends.base import Backend, FixRequest, Tokens
+from santa_method.headless.loop import resolve_backend, review_once, verify
+from santa_method.state import batches
+from santa_method.state.batches import BatchItem, ItemStore
+
+EventHook = Callable[[str, dict[str, Any]], None]
+CONCURRENCY = {"anthropic": 4, "claude": 2}
+"""Items verified at once per backend; anthropic-batch verifies a whole
+wave at once so that each round's reviews travel in one Message Batch."""
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What `verify_batch` answers; `data` is the report's JSON (`to_json()`).
+
+    ACCEPTED only when the rules of core/batch.py say so: the last sample
+    passed (or every item was verified), every verified item shipped, and
+    every screen gave a usable answer.
+    """
+
+    data: dict[str, Any]
+
+    @property
+    def verdict(self) -> Literal["ACCEPTED", "ESCALATED"]:
+        return self.data["verdict"]
+
+    @property
+    def batch_id(self) -> str:
+        return str(self.data["batch_id"])
+
+    @property
+    def report(self) -> str:
+        return str(self.data["report"])
+
+    @property
+    def outcomes(self) -> list[rules.ItemOutcome]:
+        return [rules.ItemOutcome.from_json(o) for o in self.data["items"]]
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.data["cost_usd"]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def outcome_of(item: str, result: Any) -> rules.ItemOutcome:
+    """An item's outcome from its VerifyResult: the first round's flags, how it ended."""
+    criteria = [i["criterion"] for r in result.history if r.round == 1 for i in r.issues]
+    if result.verdict == "NICE":
+        status = "fixed" if criteria or result.rounds > 1 else "passed"
+    else:
+        status = "escalated"
+    return rules.ItemOutcome(
+        item=item,
+        run_id=result.run_id,
+        status=status,
+        criteria=tuple(dict.fromkeys(criteria)),
+        rounds=result.rounds,
+        cost_usd=result.cost_usd,
+        report=result.report,
+    )
+
+
+class _Batch:
+    """One `verify_batch` call: verifies and screens; the Book keeps the rules."""
+
+    def __init__(
+        self,
+        book: batches.Book,
+        impl: Backend,
+        rubric: Rubric,
+        spec: str,
+        settings: dict[str, Any],
+        on_event: EventHook | None,
+    ) -> None:
+        self.book = book
+        self.state = book.state
+        self.store = book.store
+        self.impl = impl
+        self.rubric = rubric
+        self.spec = spec
+        self.s = settings
+        self.on_event = on_event
+        self.tokens = Tokens(**self.state.get("tokens", {}))
+        self.reserved = 0.0
+        self.stop_reason: str | None = None
+        self.warnings: list[str] = []
+
+    @property
+    def batch_id(self) -> str:
+        return self.book.batch_id
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):  # a broken progress bar must not break the batch
+                self.on_event(kind, data)
+
+    def save(self) -> None:
+        self.state["tokens"] = {k: v for k, v in self.tokens.to_json().items() if k != "total"}
+        self.book.save()
+
+    def spend(self, tokens: Tokens, cost: float | None) -> None:
+        self.tokens = self.tokens + tokens
+        if cost is None or self.state["cost_usd"] is None:
+            self.state["cost_usd"] = None
+        else:
+            self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 8)
+
+    async def run(self) -> BatchResult:
+        while True:
+            wave = self.book.current() or self.book.draw()
+            self.emit(
+                "wave_start",
+                number=wave["number"],
+                n=len(wave["items"]),
+                statement=wave["plan"]["statement"],
+                done=len(wave["outcomes"]),
+            )
+            await self.verify_wave(wave)
+            decision = self.book.decide(wave)
+            if decision.step == "screen" and not self.stop_reason:
+                await self.screen(wave, decision.criteria)
+                if not self.stop_reason:
+                    wave["screened"] = True
+                    decision = self.book.decide(wave)
+            if self.stop_reason:
+                decision = rules.Decision("escalate", reasons=(self.stop_reason,))
+            self.save()
+            self.book.conclude(wave, decision)
+            self.emit("decision", wave=wave["number"], **decision.to_json())
+            if decision.step != "resample":
+                return self.finish(decision)
+
+    # -- verifying items ----------------------------------------------------------
+
+    def budget_left(self) -> float | None:
+        budget = self.s["max_cost_usd"]
+        if budget is None:
+            return None
+        spent = self.state["cost_usd"]
+        if spent is None:
+            return 0.0
+        return budget - spent - self.reserved
+
+    def mean_item_cost(self) -> float:
+        costs = [o.cost_usd for o in self.book.outcomes() if o.cost_usd is not None]
+        return sum(costs) / len(costs) if costs else 0.0
+
+    async def gather(self, jobs: Sequence[Any]) -> None:
+        """Run jobs under the concurrency limit; the first BackendError wins."""
+        limit = asyncio.Semaphore(self.s["concurrency"] or max(1, len(jobs)))
+
+        async def limited(job: Any) -> None:
+            async with limit:
+                await job()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for job in jobs:
+                    group.create_task(limited(job))
+        except BaseExceptionGroup as group:
+            errors = list(_leaves(group))
+            raise next((e for e in errors if isinstance(e, BackendError)), errors[0]) from None
+
+    async def verify_wave(self, wave: dict[str, Any]) -> None:
+        todo = [i for i in wave["items"] if i not in wave["outcomes"]]
+        await self.gather([self._item_job(wave, item) for item in todo])
+
+    def _item_job(self, wave: dict[str, Any], item: str) -> Callable[[], Any]:
+        async def job() -> None:
+            left = self.budget_left()
+            estimate = self.mean_item_cost()
+            if left is not None and (left <= 0 or left < estimate):
+                spent = self.state["cost_usd"]
+                self.stop_reason = (
+                    f"the budget of ${self.s['max_cost_usd']:.2f} cannot pay for more items "
+                    f"(spent ${spent or 0:.4f}; an item costs about ${estimate:.4f})"
+                    if spent is not None
+                    else "the cost of a call is unknown, so the budget cannot be kept"
+                )
+                wave["skipped"].append(item)
+                self.emit("item_skipped", item=item, reason=self.stop_reason)
+                return
+            self.reserved += estimate
+            try:
+                await self._verify_item(wave, item, left)
+            finally:
+                self.reserved -= estimate
+
+        return job
+
+    async def _verify_item(self, wave: dict[str, Any], item: str, left: float | None) -> None:
+        text = self.store.text(item)
+        resume_run = wave["running"].get(item)
+
+        def seen(kind: str, data: dict[str, Any]) -> None:
+            if kind == "run_start":
+                wave["running"][item] = data["run_id"]
+                self.save()
+
+        self.emit("item_start", item=item)
+        result = await verify(
+            self.spec,
+            text,
+            rubric=self.rubric,
+            reviewers=self.s["reviewers"],
+            models=self.s["models"],
+            backend=self.impl,
+            max_fixes=self.s["max_fixes"],
+            max_cost_usd=left if left is not None else None,
+            timeout=self.s["timeout"],
+            log=self.s["log"],
+            on_event=seen,
+            project_dir=self.s["project_dir"],
+            resume_run=resume_run,
+            close_backend=False,
+            open_on_cancel=True,
+        )
+        outcome = outcome_of(item, result)
+        self.spend(result.tokens, result.cost_usd)
+        if result.verdict == "NICE" and result.output != text:
+            where = self.store.write(item, result.output)
+            batches.event(
+                self.batch_id,
+                "fix",
+                item=item,
+                via="run",
+                run_id=result.run_id,
+                before_sha256=_digest(text),
+                after_sha256=_digest(result.output),
+                path=where,
+            )
+        wave["outcomes"][item] = outcome.to_json()
+        wave["running"].pop(item, None)
+        self.save()
+        batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+        self.emit("item_done", **outcome.to_json())
+
+    # -- screening ----------------------------------------------------------------
+
+    async def screen(self, wave: dict[str, Any], criteria: Sequence[str]) -> None:
+        from santa_method.core.rubric import render_markdown
+
+        candidates = self.book.unverified()
+        for criterion in criteria:
+            chosen = next(c for c in self.rubric.criteria if c.id == criterion)
+            narrow = Rubric(name=f"{self.rubric.name}:{criterion}", criteria=(chosen,))
+            screens = wave["screens"].setdefault(criterion, {})
+            todo = [i for i in candidates if i not in screens]
+            self.emit("screen_start", criterion=criterion, items=len(candidates), done=len(screens))
+            markdown = render_markdown(narrow)
+            jobs = [self._screen_job(wave, narrow, markdown, criterion, i) for i in todo]
+            await self.gather(jobs)
+            if self.stop_reason:
+                return
+
+    def _boundary(self, criterion: str, text: str) -> str:
+        """Derived, not drawn: a resumed screen must send the same request."""
+        for attempt in range(100):
+            token = "SANTA-" + _digest(self.batch_id, criterion, str(attempt))[:16].upper()
+            if token not in text and token not in self.spec:
+                return token
+        raise InputError("cannot find a fence marker absent from the item")  # pragma: no cover
+
+    def _screen_job(
+        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+    ) -> Callable[[], Any]:
+        async def job() -> None:
+            left = self.budget_left()
+            if left is not None and left <= 0:
+                self.stop_reason = (
+                    f"the budget of ${self.s['max_cost_usd']:.2f} ran out while screening "
+                    f"for {criterion}"
+                )
+                return
+            text = self.store.text(item)
+            boundary = self._boundary(criterion, text)
+            canary = _digest(self.batch_id, item, criterion, "canary")[:24]
+            result, record = await review_once(
+                self.impl,
+                narrow,
+                prefix=texts.reviewer_prefix(markdown, self.spec, boundary),
+                round_part=texts.screening_round_part(
+                    batch_id=self.batch_id,
+                    criterion=criterion,
+                    output=text,
+                    boundary=boundary,
+                    canary=canary,
+                ),
+                output=text,
+                canary=canary,
+                model=self.s["screen_model"],
+                timeout=self.s["timeout"],
+                project_dir=self.s["project_dir"],
+            )
+            self.spend(record.tokens, record.cost_usd)
+            entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
+            if not result.valid or result.review is None:
+                entry.update(result="unusable", errors=list(result.errors)[:5])
+            elif result.verdict == "PASS":
+                entry.update(result="clean")
+            else:
+                entry.update(result="flagged")
+                entry.update(await self._fix(wave, item, criterion, text, result.review, boundary))
+            wave["screens"][criterion][item] = entry
+            self.save()
+            batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
+            self.emit("screened", item=item, criterion=criterion, **entry)
+
+        return job
+
+    async def _fix(
+        self, wave: dict[str, Any], item: str, criterion: str, text: str, review: Any, boundary: str
+    ) -> dict[str, Any]:
+        flags = merge_flags(flags_of("screen", review), text)
+        assignment = texts.fixer_assignment(
+            run_id=f"batch {self.batch_id}",
+            round_number=wave["number"],
+            target=json.dumps(item, ensure_ascii=False),
+            output=text,
+            flags=flags,
+            boundary=boundary,
+            spec=self.spec,
+        )
+        scratch = self.store.folder / "work" / f"fix-{_digest(item, criterion)[:12]}.txt"
+        scratch.write_text(text, encoding="utf-8")
+        reply = await self.impl.fix(
+            FixRequest(
+                assignment=assignment,
+                target_path=str(scratch),
+                output=text,
+                model=self.s["fixer_model"],
+                timeout=self.s["timeout"],
+                project_dir=self.s["project_dir"],
+            )
+        )
+        self.spend(reply.tokens, reply.cost_usd)
+        new = reply.output if reply.output is not None else scratch.read_text(encoding="utf-8")
+        scratch.unlink(missing_ok=True)
+        changed = new != text and bool(new.strip())
+        data: dict[str, Any] = {
+            "fixed": changed,
+            "fix_cost_usd": reply.cost_usd,
+            "flags": len(flags),
+            "notes": reply.notes[:2000],
+        }
+        if changed:
+            data["path"] = self.store.write(item, new)
+            batches.event(
+                self.batch_id,
+                "fix",
+                item=item,
+                via="screen",
+                criterion=criterion,
+                before_sha256=_digest(text),
+                after_sha256=_digest(new),
+                path=data["path"],
+                notes=reply.notes[:2000],
+            )
+        return data
+
+    # -- the verdict ----------------------------------------------------------------
+
+    def finish(self, decision: rules.Decision) -> BatchResult:
+        self.save()
+        data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
+        self.emit("batch_done", verdict=data["verdict"], report=data["report"])
+        return BatchResult(data)
+
+
+def _leaves(group: BaseExceptionGroup) -> Any:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
+
+
+def _check_items(items: Sequence[BatchItem | os.PathLike[str]]) -> list[BatchItem]:
+    found: list[BatchItem] = []
+    for item in items:
+        if isinstance(item, BatchItem):
+            found.append(item)
+        elif isinstance(item, os.PathLike):
+            found.append(BatchItem(id=str(item), path=str(item)))
+        else:
+            raise InputError("batch items are BatchItem values or file paths (pathlib.Path)")
+    if not found:
+        raise InputError("the batch is empty: give at least one item")
+    ids = [i.id for i in found]
+    if len(set(ids)) != len(ids):
+        raise InputError("item ids must be unique")
+    for item in found:
+        if item.path is None and item.text is None:
+            raise InputError(f"item '{item.id}' has neither a file nor a text")
+        if item.path is not None and not Path(item.path).is_file():
+            raise InputError(f"cannot read item '{item.id}': no such file")
+    return found
+
+
+async def verify_batch(
+    items: Sequence[BatchItem | os.PathLike[str]],
+    spec: str,
+    *,
+    rubric: str | Rubric = "base",
+    reviewers: int = 2,
+    models: Sequence[str] | None = None,
+    backend: str | Backend = "anthropic",
+    backend_options: dict[str, Any] | None = None,
+    rate: float | None = None,
+    minimum: int | None = None,
+    prevalence: float | None = None,
+    confidence: float | None = None,
+    stratified: bool = False,
+    seed: int | None = None,
+    exclude: Sequence[str] = (),
+    max_fixes: int = 3,
+    max_resamples: int = 2,
+    max_cost_usd: float | None = None,
+    timeout: float | None = None,
+    in_place: bool = False,
+    resume: bool | str = False,
+    log: str | os.PathLike[str] | None = None,
+    field_name: str = "output",
+    systemic_min: int = rules.DEFAULT_MIN_ITEMS,
+    systemic_share: float | None = None,
+    screen_model: str | None = None,
+    concurrency: int | None = None,
+    on_event: EventHook | None = None,
+    project_dir: str | os.PathLike[str] | None = None,
+) -> BatchResult:
+    """Verify a batch by sampling; see the module docstring and core/batch.py.
+
+    Raises InputError for bad arguments (exit 2) and BackendError when the
+    backend fails after retries (exit 3; the batch stays open and
+    `resume=True` continues it). An interruption also leaves it resumable.
+    """
+    from santa_method.core.rubric import load_rubric
+    from santa_method.state.paths import project_root, project_rubrics_dir
+
+    checked = _check_items(items)
+    if isinstance(max_resamples, bool) or max_resamples < 0:
+        raise InputError("max_resamples must be a whole number of at least 0")
+    if max_cost_usd is not None and max_cost_usd <= 0:
+        raise InputError("max_cost_usd must be positive")
+    if systemic_min < 2:
+        raise InputError("a systemic pattern needs at least 2 failing items (systemic_min >= 2)")
+    if systemic_share is not None and not 0 < systemic_share <= 1:
+        raise InputError("systemic_share must be in (0, 1]")
+    if concurrency is not None and concurrency < 1:
+        raise InputError("concurrency must be at least 1")
+    if in_place and any(i.path is None for i in checked):
+        raise InputError(
+            "--in-place edits files; JSONL items get their fixes in the batch's fixed.jsonl"
+        )
+    resolved = (
+        rubric
+        if isinstance(rubric, Rubric)
+        else load_rubric(rubric, search_dirs=(project_rubrics_dir(),))
+    )
+    assert resolved is not None
+    name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
+    options = {
+        "rate": rate,
+        "minimum": minimum,
+        "prevalence": prevalence,
+        "confidence": confidence,
+        "stratified": stratified,
+        "exclude": sorted(exclude),
+        "max_fixes": max_fixes,
+        "max_resamples": max_resamples,
+        "reviewers": reviewers,
+        "models": list(models) if models else None,
+        "rubric": resolved.to_json(),
+        "field": field_name,
+        "systemic_min": systemic_min,
+        "systemic_share": systemic_share,
+        "backend": name,
+        "in_place": in_place,
+    }
+    if seed is not None:
+        options["seed"] = seed
+    fingerprint = batches.fingerprint(checked, spec, options)
+    warnings: list[str] = []
+    if resume:
+        batch_id = resume if isinstance(resume, str) else batches.find_resumable(fingerprint)
+        if batch_id is None:
+            raise InputError(
+                "there is no unfinished batch with these items, spec and options to resume; "
+                "run again without --resume"
+            )
+        state = batches.load(batch_id)
+        if state.get("fingerprint") != fingerprint:
+            raise InputError(
+                f"batch {batch_id} was started with other items, spec or options; "
+                "resume it with exactly the same arguments"
+            )
+        if state.get("status") != "open":
+            raise InputError(f"batch {batch_id} is already finished ({state.get('status')})")
+    else:
+        earlier = batches.find_resumable(fingerprint)
+        if earlier:
+            warnings.append(
+                f"an unfinished batch {earlier} had the same inputs; --resume continues one"
+            )
+        state = batches.open_batch(
+            items=checked,
+            spec=spec,
+            options=options,
+            seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
+            mode="headless",
+            fingerprint_=fingerprint,
+        )
+    folder = batches.batch_dir(state["id"])
+    owned = isinstance(backend, str)
+    if backend == "anthropic-batch":
+        from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
+
+        impl: Backend = AnthropicBatchBackend(
+            state_path=folder / "message-batches.json",
+            on_progress=(lambda data: on_event("message_batch", data)) if on_event else None,
+            **(backend_options or {}),
+        )
+    else:
+        impl = resolve_backend(backend, **(backend_options or {}))
+    book = batches.Book(state, ItemStore(state, checked, field_name))
+    settings = {
+        "max_fixes": max_fixes,
+        "max_cost_usd": max_cost_usd,
+        "reviewers": reviewers,
+        "models": list(models) if models else None,
+        "fixer_model": models[0] if models else None,
+        "screen_model": screen_model or (models[0] if models else None),
+        "timeout": timeout,
+        "log": log,
+        "project_dir": str(Path(project_dir).resolve()) if project_dir else str(project_root()),
+        "concurrency": concurrency
+        if concurrency is not None
+        else (None if name == "anthropic-batch" else CONCURRENCY.get(name, 4)),
+    }
+    runner = _Batch(book, impl, resolved, spec, settings, on_event)
+    runner.warnings.extend(warnings)
+    runner.emit(
+        "batch_start",
+        batch_id=state["id"],
+        population=book.population(),
+        resumed=bool(resume),
+        backend=name,
+    )
+    try:
+        return await runner.run()
+    finally:
+        runner.save()
+        closer = getattr(impl, "aclose", None)
+        if owned and closer is not None:
+            with contextlib.suppress(Exception):
+                await closer()
+
+
+def verify_batch_sync(*args: Any, **kwargs: Any) -> BatchResult:
+    """`verify_batch` for synchronous callers (not from inside a running event loop)."""
+    return asyncio.run(verify_batch(*args, **kwargs))

@@ -1,0 +1,96 @@
+"""A batch's report: what was verified, what failed, what that says about the rest.
+
+Why Markdown beside JSON: a person decides what to do with an escalated
+batch, and a CI job archives the JSON; both come from the same data.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _money(value: Any) -> str:
+    return f"${value:.4f}" if isinstance(value, int | float) else "unknown"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(data: dict[str, Any]) -> str:
+    lines = [
+        f"# santa-method batch {data['batch_id']}: {data['verdict']}",
+        "",
+        f"- Items in the batch: {data['population']}; verified with the full loop: "
+        f"{data['reviewed']}",
+        f"- Guarantee: {data['guarantee']}",
+        f"- Estimate: {data['estimate_statement']}",
+        f"- Cost: {_money(data['cost_usd'])}"
+        + (
+            f", {data['cost_relative_to_all']:.1%} of verifying every item"
+            if isinstance(data.get("cost_relative_to_all"), float)
+            else ""
+        ),
+    ]
+    for reason in data["reasons"]:
+        lines.append(f"- Reason: {_cell(reason)}")
+    for warning in data.get("warnings") or []:
+        lines.append(f"- Warning: {_cell(warning)}")
+    lines += ["", "## Failures by criterion (first round of each verified item)", ""]
+    if data["failures_by_criterion"]:
+        for criterion, items in data["failures_by_criterion"].items():
+            systemic = " (systemic)" if criterion in data["systemic"] else ""
+            lines.append(
+                f"- {criterion}{systemic}: {len(items)} item(s): {_cell(', '.join(items))}"
+            )
+    else:
+        lines.append("None.")
+    lines += ["", "## Samples", ""]
+    for wave in data["waves"]:
+        lines.append(f"### Sample {wave['number']}: {_cell(wave['statement'])}")
+        lines.append("")
+        lines.append(
+            f"Verified {wave['verified']} of {wave['n']}; failed at first review: {wave['failed']}."
+        )
+        if wave["skipped"]:
+            lines.append(f"Not verified (budget): {_cell(', '.join(wave['skipped']))}.")
+        for criterion, counts in wave["screens"].items():
+            lines.append(
+                f"Screen for {criterion}: {counts['clean']} clean, {counts['flagged']} flagged "
+                f"({counts['fixed']} fixed), {counts['unusable']} without a usable answer."
+            )
+        if wave["decision"]:
+            lines.append(
+                f"Decision: {wave['decision']['step']}"
+                + (
+                    f" ({_cell('; '.join(wave['decision']['reasons']))})"
+                    if wave["decision"]["reasons"]
+                    else ""
+                )
+            )
+        lines.append("")
+    lines += ["## Items", "", "| item | status | first-round failures | rounds | run | cost |"]
+    lines.append("|---|---|---|---|---|---|")
+    for item in data["items"]:
+        lines.append(
+            f"| {_cell(item['item'])} | {item['status']} | {_cell(', '.join(item['criteria']))} "
+            f"| {item['rounds']} | {item['run_id'] or ''} | {_money(item['cost_usd'])} |"
+        )
+    if data["changed"]:
+        lines += ["", "## Changed items", ""]
+        for item, path in data["changed"].items():
+            lines.append(f"- {_cell(item)} -> {_cell(path)}")
+    if data.get("fixed_jsonl"):
+        lines += ["", f"JSONL items with their fixes: {data['fixed_jsonl']}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_batch_report(folder: Path, data: dict[str, Any]) -> Path:
+    path = folder / "report.md"
+    path.write_text(to_markdown(data), encoding="utf-8")
+    (folder / "report.json").write_text(
+        json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    return path

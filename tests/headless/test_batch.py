@@ -1,0 +1,348 @@
+"""`santa batch` headless: the anthropic backend (real SDK) against the scripted model.
+
+The scripted model (batch_helpers.py) flags exactly the planted markers, so
+every expectation below comes from which items the test planted, not from
+the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy.stats import hypergeom
+
+from e2e.stub_server import FIXER, REVIEWER, Error
+from santa_method.cli import main
+from santa_method.core.errors import BackendError, InputError
+from santa_method.headless.backends.anthropic import AnthropicBackend
+from santa_method.headless.batch import verify_batch_sync
+from santa_method.state import batches
+from santa_method.state.batches import BatchItem
+
+from .batch_helpers import MARK, SCRIPT, jsonl, texts
+
+SPEC = "Each summary has all its parts."
+
+
+def backend(server: Any) -> AnthropicBackend:
+    return AnthropicBackend(base_url=server.base_url, api_key="test", max_retries=0)
+
+
+def items_of(values: list[str], **fields: list[Any]) -> list[BatchItem]:
+    return [
+        BatchItem(
+            id=f"item-{i:04d}",
+            text=t,
+            record={"id": f"item-{i:04d}", "output": t},
+            stratum=fields["kind"][i] if "kind" in fields else None,
+        )
+        for i, t in enumerate(values)
+    ]
+
+
+def run_batch(server: Any, items: list[BatchItem], **options: Any) -> Any:
+    options.setdefault("seed", 7)
+    return verify_batch_sync(items, SPEC, backend=backend(server), **options)
+
+
+def reviewed_items(server: Any) -> list[str]:
+    """Every item a reviewer saw, read from the traffic (Summary N. lines)."""
+    import re
+
+    seen = []
+    for request in server.requests_for(REVIEWER):
+        found = re.search(r"Summary (\d+)\.", request.text)
+        if found:
+            seen.append(f"item-{int(found.group(1)):04d}")
+    return seen
+
+
+@pytest.mark.parametrize("size", [1, 3, 5])
+def test_small_batches_are_verified_whole(stub_server, project, size):
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(size, set())))
+    data = result.to_json()
+    assert result.verdict == "ACCEPTED"
+    assert data["reviewed"] == size  # the flat plan's minimum of 5 covers the whole batch
+    assert data["guarantee"] == f"every one of the {size} items was verified"
+    assert sorted(set(reviewed_items(server))) == [f"item-{i:04d}" for i in range(size)]
+    assert len(server.requests_for(REVIEWER)) == 2 * size
+
+
+def test_a_defect_in_a_small_batch_is_fixed_in_a_copy(stub_server, project):
+    server = stub_server(SCRIPT)
+    files = []
+    for i, text in enumerate(texts(3, {1})):
+        path = project / f"out-{i}.md"
+        path.write_text(text, encoding="utf-8")
+        files.append(path)
+    result = verify_batch_sync(files, SPEC, backend=backend(server), seed=3)
+    data = result.to_json()
+    assert result.verdict == "ACCEPTED"
+    assert data["failures_by_criterion"] == {"completeness": [str(files[1])]}
+    assert data["systemic"] == []  # one item is not a pattern
+    assert "BAD-" in files[1].read_text()  # the user's file is untouched
+    fixed = Path(data["changed"][str(files[1])])
+    assert fixed.is_file() and "BAD-" not in fixed.read_text()
+    kinds = {o.item: o.status for o in result.outcomes}
+    assert kinds[str(files[1])] == "fixed" and kinds[str(files[0])] == "passed"
+
+
+def test_in_place_edits_the_files(stub_server, project):
+    server = stub_server(SCRIPT)
+    path = project / "only.md"
+    path.write_text(texts(1, {0})[0], encoding="utf-8")
+    result = verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+    assert result.verdict == "ACCEPTED"
+    assert "BAD-" not in path.read_text()
+
+
+def test_a_thousand_items_with_a_guarantee_plan(stub_server, project):
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(1000, set())), prevalence=0.05, confidence=0.95)
+    data = result.to_json()
+    n = data["reviewed"]
+    # Independent check: the smallest n whose hypergeometric miss chance is <= 5 %
+    # when 50 of the 1000 items are defective.
+    expected = next(k for k in range(1, 1001) if hypergeom(1000, 50, k).pmf(0) <= 0.05)
+    assert n == expected
+    assert result.verdict == "ACCEPTED"
+    assert len(set(reviewed_items(server))) == n
+    assert data["guarantee"].startswith(f"{n} of 1000 items: a defect in 5 % of items is seen")
+    assert data["estimate"]["defects"] == 0 and data["estimate"]["interval"][0] == 0.0
+    assert 0 < data["cost_relative_to_all"] < 0.1
+
+
+def test_a_systemic_pattern_is_found_screened_fixed_and_resampled(stub_server, project):
+    defective = set(range(0, 40, 2))  # half the batch carries the same defect
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(40, defective)), rate=0.2)
+    data = result.to_json()
+    first = data["waves"][0]
+    assert len(first["failures_by_criterion"]["completeness"]) >= 2
+    assert first["decision"]["step"] == "resample"
+    assert first["decision"]["criteria"] == ["completeness"]
+    screen = first["screens"]["completeness"]
+    verified_first = {o["item"] for o in data["items"] if o["item"] in set(_wave_items(result, 1))}
+    unverified = {f"item-{i:04d}" for i in range(40)} - verified_first
+    planted = {f"item-{i:04d}" for i in defective} & unverified
+    assert screen["flagged"] == screen["fixed"] == len(planted)
+    assert screen["clean"] == len(unverified) - len(planted)
+    events = batches.events(result.batch_id)
+    fixed_by_screen = {e["item"] for e in events if e["event"] == "fix" and e["via"] == "screen"}
+    assert fixed_by_screen == planted  # never blindly to all: exactly the flagged ones
+    # The fresh sample excludes verified items and, after the fixes, passes.
+    second = data["waves"][1]
+    assert not set(_wave_items(result, 2)) & verified_first
+    assert second["failed"] == 0
+    assert result.verdict == "ACCEPTED"
+    assert data["systemic"] == ["completeness"]
+    # Every JSONL item comes back fixed in fixed.jsonl.
+    lines = Path(data["fixed_jsonl"]).read_text().splitlines()
+    assert len(lines) == 40 and not any(MARK.search(json.loads(line)["output"]) for line in lines)
+
+
+def _wave_items(result: Any, number: int) -> list[str]:
+    state = batches.load(result.batch_id)
+    return state["waves"][number - 1]["items"]
+
+
+def test_isolated_failures_without_resamples_escalate(stub_server, project):
+    server = stub_server(SCRIPT)
+    values = texts(30, set(range(30)))  # every item is defective
+    result = run_batch(server, items_of(values), max_resamples=0, max_fixes=0)
+    data = result.to_json()
+    assert result.verdict == "ESCALATED"
+    assert data["guarantee"].startswith("none")
+    assert any("no re-sample is left" in r for r in data["reasons"])
+    assert data["estimate"]["defects"] == data["reviewed"]
+
+
+def test_strata_put_every_stratum_in_the_sample(stub_server, project):
+    server = stub_server(SCRIPT)
+    kinds = ["rare"] + ["common"] * 59
+    result = run_batch(
+        server, items_of(texts(60, set()), kind=kinds), stratified=True, rate=0.1, minimum=2
+    )
+    wave = _wave_items(result, 1)
+    assert "item-0000" in wave  # the one-item stratum is always drawn
+    assert result.to_json()["waves"][0]["statement"].count("strata") == 1
+
+
+def test_seeds_reproduce_the_sample_and_differ_between_seeds(stub_server, project):
+    server = stub_server(SCRIPT)
+    values = items_of(texts(100, set()))
+    a = _wave_items(run_batch(server, values, seed=11), 1)
+    b = _wave_items(run_batch(server, values, seed=11), 1)
+    c = _wave_items(run_batch(server, values, seed=12), 1)
+    assert a == b and a != c
+
+
+def test_excluded_items_are_never_verified_nor_screened(stub_server, project):
+    server = stub_server(SCRIPT)
+    values = texts(20, set(range(20)))
+    excluded = [f"item-{i:04d}" for i in range(10)]
+    result = run_batch(server, items_of(values), exclude=excluded, max_resamples=1)
+    seen = set(reviewed_items(server))
+    assert seen and not seen & set(excluded)
+    assert result.to_json()["population"] == 10
+
+
+def test_budget_stop_escalates_before_spending_more(stub_server, project):
+    server = stub_server(SCRIPT)
+    # Stub usage: 100 in / 20 out per call at sonnet list price = $0.0004 a review.
+    result = run_batch(server, items_of(texts(50, set())), max_cost_usd=0.002, concurrency=1)
+    data = result.to_json()
+    assert result.verdict == "ESCALATED"
+    assert any("budget" in r for r in data["reasons"])
+    assert data["cost_usd"] <= 0.002 + 0.0008  # at most one item's round over
+    assert data["waves"][0]["skipped"]
+
+
+def test_a_backend_failure_leaves_the_batch_resumable(stub_server, project):
+    failing = stub_server({REVIEWER: [Error(401, message="bad key")] * 4})
+    values = items_of(texts(5, set()))
+    with pytest.raises(BackendError, match="401"):
+        run_batch(failing, values)
+    (batch_id,) = batches.list_ids()
+    assert batches.load(batch_id)["status"] == "open"
+    server = stub_server(SCRIPT)
+    result = run_batch(server, values, resume=True)
+    assert result.batch_id == batch_id and result.verdict == "ACCEPTED"
+    with pytest.raises(InputError, match="no unfinished batch"):
+        run_batch(server, values, resume=True)
+
+
+def test_cli_batch_json_and_exit_codes(stub_server, project, monkeypatch, capsys):
+    server = stub_server(SCRIPT)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    items = jsonl(project / "items.jsonl", texts(8, set()))
+    code = main(["batch", str(items), "--spec-text", SPEC, "--seed", "5", "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["verdict"] == "ACCEPTED"
+    for key in ("items", "failures_by_criterion", "estimate", "guarantee", "cost_usd", "report"):
+        assert key in out
+    assert Path(out["report"]).read_text().startswith(f"# santa-method batch {out['batch_id']}")
+
+    bad = jsonl(project / "bad.jsonl", texts(8, set(range(8))))
+    code = main(
+        [
+            "batch",
+            str(bad),
+            "--spec-text",
+            SPEC,
+            "--max-resamples",
+            "0",
+            "--max-fixes",
+            "0",
+            "--quiet",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1 and out.startswith("ESCALATED")
+
+    assert main(["batch", str(items), "--spec-text", SPEC, "--in-place"]) == 2
+    assert "--in-place edits files" in capsys.readouterr().err
+    assert main(["batch", str(items), "--spec-text", SPEC, "--systemic-min", "1"]) == 2
+    assert main(["batch", str(items), "--spec-text", SPEC, "--field", "nope"]) == 2
+    assert "no string field 'nope'" in capsys.readouterr().err
+
+
+def test_cli_backend_failure_is_exit_3_with_the_resume_hint(
+    stub_server, project, monkeypatch, capsys
+):
+    server = stub_server({REVIEWER: [Error(401, message="bad key")] * 4, FIXER: []})
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    items = jsonl(project / "items.jsonl", texts(3, set()))
+    assert main(["batch", str(items), "--spec-text", SPEC, "--quiet"]) == 3
+    assert "--resume" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- anthropic-batch
+
+
+def _batch_creates(server: Any) -> list[Any]:
+    return [r for r in server.requests if r.method == "POST" and r.path == "/v1/messages/batches"]
+
+
+def test_anthropic_batch_sends_each_round_as_one_message_batch(stub_server, project):
+    server = stub_server(SCRIPT)
+    values = items_of(texts(5, set()))
+    result = verify_batch_sync(
+        values,
+        SPEC,
+        backend="anthropic-batch",
+        backend_options={
+            "base_url": server.base_url,
+            "api_key": "test",
+            "poll_interval": 0.01,
+            "gather_window": 0.2,
+        },
+        seed=1,
+    )
+    assert result.verdict == "ACCEPTED"
+    creates = _batch_creates(server)
+    assert len(creates) == 1 and len(creates[0].body["requests"]) == 10
+    direct = [r for r in server.requests_for(REVIEWER) if r.batch_id is None]
+    assert direct == []
+    # Half of list price: 10 reviews of 100 in / 20 out at sonnet's 2 / 10 per million.
+    assert result.cost_usd == pytest.approx(10 * (100 * 2 + 20 * 10) / 1e6 / 2)
+
+
+def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(stub_server, project):
+    import asyncio
+
+    from santa_method.headless.batch import verify_batch
+
+    server = stub_server(SCRIPT, batch_polls=2)
+    values = items_of(texts(4, set()))
+    options = {"base_url": server.base_url, "api_key": "test", "gather_window": 0.2}
+
+    async def interrupted() -> str:
+        task = asyncio.create_task(
+            verify_batch(
+                values,
+                SPEC,
+                backend="anthropic-batch",
+                seed=9,
+                backend_options={**options, "poll_interval": 60},
+            )
+        )
+        for _ in range(500):
+            await asyncio.sleep(0.02)
+            if _batch_creates(server):
+                break
+        await asyncio.sleep(0.2)  # the state file is written before polling
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        (batch_id,) = batches.list_ids()
+        return batch_id
+
+    batch_id = asyncio.run(interrupted())
+    state = batches.load(batch_id)
+    assert state["status"] == "open"
+    running = dict(state["waves"][0]["running"])
+    assert len(running) == 4  # every item's run is open, mid-round
+    kept = json.loads((batches.batch_dir(batch_id) / "message-batches.json").read_text())
+    (message_batch,) = kept["batches"]
+
+    result = verify_batch_sync(
+        values,
+        SPEC,
+        backend="anthropic-batch",
+        seed=9,
+        resume=True,
+        backend_options={**options, "poll_interval": 0.01},
+    )
+    assert result.batch_id == batch_id and result.verdict == "ACCEPTED"
+    assert len(_batch_creates(server)) == 1  # never paid twice
+    polled = {r.path for r in server.requests if r.method == "GET" and "batches/" in r.path}
+    assert f"/v1/messages/batches/{message_batch}" in polled
+    # The runs that were open are the ones that finished.
+    assert {o.run_id for o in result.outcomes} == set(running.values())

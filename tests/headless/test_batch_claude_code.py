@@ -1,0 +1,199 @@
+"""`santa batch plan/record/status`: the batch's books when subagents review.
+
+Each item's run is a real run (verify() with the anthropic backend against
+the scripted model, on the item's own file, as `santa round start` would
+open it); only the bookkeeping commands are under test here, through the
+CLI a Claude Code session calls.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from santa_method.cli import main
+from santa_method.headless import verify_sync
+from santa_method.headless.backends.anthropic import AnthropicBackend
+from santa_method.state import batches
+
+from .batch_helpers import MARK, SCRIPT, jsonl, texts
+
+SPEC = "Each summary has all its parts."
+
+
+def santa(capsys: Any, *args: str) -> tuple[int, dict[str, Any]]:
+    code = main([*args, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out) if captured.out.strip() else {"err": captured.err}
+
+
+def run_item(server: Any, item: dict[str, Any]) -> str:
+    """Verify an item the way its printed command says (its file, spec, rubric)."""
+    words = shlex.split(item["command"])
+    spec = Path(words[words.index("--spec") + 1]).read_text(encoding="utf-8")
+    rubric = words[words.index("--rubric") + 1]
+    result = verify_sync(
+        spec,
+        Path(item["against"]),
+        rubric=rubric,
+        in_place=True,
+        backend=AnthropicBackend(base_url=server.base_url, api_key="test", max_retries=0),
+    )
+    return result.run_id
+
+
+def drive(server: Any, capsys: Any, view: dict[str, Any], limit: int = 200) -> dict[str, Any]:
+    """Do what `next` says until the batch is done, recording every run."""
+    for _ in range(limit):
+        step = view["next"]
+        if step["step"] == "done":
+            return view
+        item = step["items"][0]
+        run_id = run_item(server, item)
+        code, view = santa(
+            capsys, "batch", "record", view["batch_id"], "--item", item["id"], "--run", run_id
+        )
+        assert code in (0, 1), view
+    raise AssertionError("the batch never finished")
+
+
+def test_plan_then_record_each_item_until_accepted(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    files = []
+    for i, text in enumerate(texts(3, set())):
+        path = project / f"out-{i}.md"
+        path.write_text(text, encoding="utf-8")
+        files.append(str(path))
+    code, view = santa(capsys, "batch", "plan", *files, "--spec-text", SPEC, "--seed", "2")
+    assert code == 0
+    step = view["next"]
+    assert step["step"] == "verify" and len(step["items"]) == 3
+    assert all(i["command"].startswith("santa round start --against ") for i in step["items"])
+    done = drive(server, capsys, view)
+    assert done["next"]["step"] == "done" and done["next"]["verdict"] == "ACCEPTED"
+    code, status = santa(capsys, "batch", "status", done["batch_id"])
+    assert code == 0 and status["next"]["verdict"] == "ACCEPTED"
+    report = Path(done["next"]["report"]).read_text()
+    assert "ACCEPTED" in report and "every one of the 3 items was verified" in report
+
+
+def test_a_systemic_pattern_is_screened_with_a_narrow_rubric(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    items = jsonl(project / "items.jsonl", texts(16, set(range(0, 16, 2))))
+    code, view = santa(
+        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "4", "--rate", "0.3"
+    )
+    assert code == 0
+    done = drive(server, capsys, view)
+    state = batches.load(done["batch_id"])
+    first = state["waves"][0]
+    assert first["screening"] == ["completeness"]
+    screens = first["screens"]["completeness"]
+    assert screens and all(s["result"] in ("clean", "flagged") for s in screens.values())
+    assert {i for i, s in screens.items() if s["fixed"]} == {
+        i for i in screens if int(i.rsplit("-", 1)[1]) % 2 == 0
+    }
+    rubric = Path(state["screen_rubrics"]["completeness"]["path"]).read_text()
+    assert "id: completeness" in rubric and "factual-accuracy" not in rubric
+    assert done["next"]["verdict"] == "ACCEPTED"
+    fixed = Path(state["waves"][-1]["plan"]["items"] and done["next"]["report"]).parent
+    lines = (fixed / "fixed.jsonl").read_text().splitlines()
+    assert len(lines) == 16 and not any(MARK.search(json.loads(x)["output"]) for x in lines)
+    assert MARK.search(items.read_text())  # the user's JSONL is untouched
+
+
+def test_record_refuses_runs_that_are_not_the_items(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    paths = []
+    for i, text in enumerate(texts(2, set())):
+        path = project / f"out-{i}.md"
+        path.write_text(text, encoding="utf-8")
+        paths.append(str(path))
+    code, view = santa(capsys, "batch", "plan", *paths, "--spec-text", SPEC)
+    batch_id = view["batch_id"]
+    first, second = view["next"]["items"]
+    run_a = run_item(server, first)
+    # Another item's run.
+    code, answer = santa(
+        capsys, "batch", "record", batch_id, "--item", second["id"], "--run", run_a
+    )
+    assert code == 1 and "did not verify item" in answer["err"]
+    # A run with another spec.
+    other = verify_sync(
+        "Another spec.",
+        Path(second["against"]),
+        in_place=True,
+        backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+    )
+    code, answer = santa(
+        capsys, "batch", "record", batch_id, "--item", second["id"], "--run", other.run_id
+    )
+    assert code == 1 and "another spec" in answer["err"]
+    # The right run, then the same run again.
+    code, _ = santa(capsys, "batch", "record", batch_id, "--item", first["id"], "--run", run_a)
+    assert code == 0
+    code, answer = santa(capsys, "batch", "record", batch_id, "--item", first["id"], "--run", run_a)
+    assert code == 1 and "already recorded" in answer["err"]
+    code, answer = santa(capsys, "batch", "record", batch_id, "--item", "nope", "--run", run_a)
+    assert code == 2 and "no item 'nope'" in answer["err"]
+
+
+def test_round_start_takes_the_screen_rubric_only_while_screening(
+    stub_server, project, capsys, monkeypatch
+):
+    server = stub_server(SCRIPT)
+    items = jsonl(project / "items.jsonl", texts(12, set(range(12))))
+    code, view = santa(
+        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "1", "--rate", "0.4"
+    )
+    for item in view["next"]["items"]:
+        run_id = run_item(server, item)
+        code, view = santa(
+            capsys, "batch", "record", view["batch_id"], "--item", item["id"], "--run", run_id
+        )
+        assert code == 0
+    step = view["next"]
+    assert step["step"] == "screen"
+    target = step["items"][0]
+    words = shlex.split(target["command"])
+    monkeypatch.setenv("CLAUDECODE", "1")
+    assert main(words[1:]) == 0  # inside Claude Code, the narrow rubric is accepted now
+    opened = json.loads(capsys.readouterr().out)
+    assert opened["run_id"]
+    # A copy of the same rubric elsewhere is a loosening, refused.
+    rubric = Path(words[words.index("--rubric") + 1])
+    copy = project / "narrow.yaml"
+    copy.write_text(rubric.read_text())
+    words[words.index("--rubric") + 1] = str(copy)
+    assert main(words[1:]) == 1
+    assert "loosen" in capsys.readouterr().err
+
+
+def test_guard_keeps_the_model_out_of_batch_state(project):
+    from santa_method.claude_code import hooks
+
+    event = {
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(project / ".santa" / "batches" / "b-1" / "state.json")},
+        "cwd": str(project),
+    }
+    decision = hooks.pretooluse_guard(event)
+    assert decision is not None and "batch state" in json.dumps(decision)
+    bash = {
+        "tool_name": "Bash",
+        "tool_input": {"command": "sed -i s/escalated/accepted/ .santa/batches/x/report.json"},
+        "cwd": str(project),
+    }
+    assert "batch state" in json.dumps(hooks.pretooluse_guard(bash))
+
+
+@pytest.mark.parametrize(
+    "args", [["status"], ["record", "b-20260101-000000-abcdef", "--item", "x", "--run", "y"]]
+)
+def test_status_and_record_without_a_batch_are_input_errors(project, capsys, args):
+    assert main(["batch", *args]) == 2
+    assert capsys.readouterr().err.startswith("santa: ")
