@@ -173,10 +173,14 @@ def test_verify_handles_every_target_form() -> None:
     assert "fixer_instruction" in body
 
 
-def test_batch_is_honest_about_availability() -> None:
+def test_batch_leaves_the_books_to_the_helper() -> None:
+    """The page plans, records and reports through `santa batch`; the model
+    never picks items or decides the verdict."""
     _, body = split(ROOT / "commands" / "batch.md")
-    assert "santa batch --help" in body
-    assert "Batch mode is not available yet" in body
+    for step in ("santa batch plan", "santa batch record", "santa batch status"):
+        assert step in body
+    assert "Never choose items" in body
+    assert "not available" not in body
 
 
 # --- santa command lines -----------------------------------------------------

@@ -346,3 +346,32 @@ def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(st
     assert f"/v1/messages/batches/{message_batch}" in polled
     # The runs that were open are the ones that finished.
     assert {o.run_id for o in result.outcomes} == set(running.values())
+
+
+def test_an_empty_item_is_escalated_and_the_others_still_verified(stub_server, project):
+    server = stub_server(SCRIPT)
+    values = items_of(["", *texts(3, set())[1:]])
+    result = run_batch(server, values)
+    data = result.to_json()
+    empty = next(o for o in data["items"] if o["item"] == "item-0000")
+    assert empty["status"] == "escalated" and "empty" in empty["reason"]
+    assert {o["status"] for o in data["items"] if o["item"] != "item-0000"} == {"passed"}
+    assert result.verdict == "ESCALATED"
+    assert any("did not ship" in r for r in data["reasons"])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"reviewers": 1}, "at least 2 reviewers"),
+        ({"max_fixes": -1}, "max_fixes"),
+        ({"max_cost_usd": 1.0, "models": ["no-such-model"]}, "no list price"),
+        ({"systemic_share": 0}, "systemic_share"),
+        ({"max_resamples": -1}, "max_resamples"),
+    ],
+)
+def test_bad_arguments_fail_before_any_batch_exists(stub_server, project, options, message):
+    server = stub_server(SCRIPT)
+    with pytest.raises(InputError, match=message):
+        run_batch(server, items_of(texts(3, set())), **options)
+    assert batches.list_ids() == [] and server.requests == []

@@ -46,6 +46,8 @@ class ItemOutcome:
     rounds: int = 0
     cost_usd: float | None = None
     report: str | None = None
+    reason: str | None = None
+    """Why an item could not be verified at all (e.g. it is empty)."""
 
     @property
     def failed(self) -> bool:
@@ -61,6 +63,7 @@ class ItemOutcome:
             "rounds": self.rounds,
             "cost_usd": self.cost_usd,
             "report": self.report,
+            "reason": self.reason,
         }
 
     @classmethod
@@ -73,6 +76,7 @@ class ItemOutcome:
             rounds=int(data.get("rounds") or 0),
             cost_usd=data.get("cost_usd"),
             report=data.get("report"),
+            reason=data.get("reason"),
         )
 
 

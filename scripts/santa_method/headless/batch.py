@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
-from santa_method.core.errors import BackendError, InputError
+from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
@@ -240,23 +240,17 @@ class _Batch:
                 self.save()
 
         self.emit("item_start", item=item)
-        result = await verify(
-            self.spec,
-            text,
-            rubric=self.rubric,
-            reviewers=self.s["reviewers"],
-            models=self.s["models"],
-            backend=self.impl,
-            max_fixes=self.s["max_fixes"],
-            max_cost_usd=left if left is not None else None,
-            timeout=self.s["timeout"],
-            log=self.s["log"],
-            on_event=seen,
-            project_dir=self.s["project_dir"],
-            resume_run=resume_run,
-            close_backend=False,
-            open_on_cancel=True,
-        )
+        try:
+            result = await self._verify(item, text, resume_run, left, seen)
+        except RefusedError as exc:
+            # This item cannot be verified (e.g. it is empty); the batch goes on
+            # and cannot be accepted with it (an escalated item never is).
+            outcome = rules.ItemOutcome(item=item, run_id=None, status="escalated", reason=str(exc))
+            wave["outcomes"][item] = outcome.to_json()
+            self.save()
+            batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+            self.emit("item_done", **outcome.to_json())
+            return
         outcome = outcome_of(item, result)
         self.spend(result.tokens, result.cost_usd)
         if result.verdict == "NICE" and result.output != text:
@@ -276,6 +270,27 @@ class _Batch:
         self.save()
         batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
         self.emit("item_done", **outcome.to_json())
+
+    async def _verify(
+        self, item: str, text: str, resume_run: str | None, left: float | None, seen: Any
+    ) -> Any:
+        return await verify(
+            self.spec,
+            text,
+            rubric=self.rubric,
+            reviewers=self.s["reviewers"],
+            models=self.s["models"],
+            backend=self.impl,
+            max_fixes=self.s["max_fixes"],
+            max_cost_usd=left if left is not None else None,
+            timeout=self.s["timeout"],
+            log=self.s["log"],
+            on_event=seen,
+            project_dir=self.s["project_dir"],
+            resume_run=resume_run,
+            close_backend=False,
+            open_on_cancel=True,
+        )
 
     # -- screening ----------------------------------------------------------------
 
@@ -490,6 +505,23 @@ async def verify_batch(
         raise InputError("systemic_share must be in (0, 1]")
     if concurrency is not None and concurrency < 1:
         raise InputError("concurrency must be at least 1")
+    if isinstance(reviewers, bool) or reviewers < 2:
+        raise InputError("a run needs at least 2 reviewers")
+    if isinstance(max_fixes, bool) or max_fixes < 0:
+        raise InputError("max_fixes must be a whole number of at least 0")
+    if timeout is not None and timeout <= 0:
+        raise InputError("timeout must be positive")
+    name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
+    if max_cost_usd is not None and name in ("anthropic", "anthropic-batch"):
+        from santa_method.headless.backends import prices
+
+        wanted = [*(models or [None]), screen_model]
+        unpriced = sorted({prices.model_id(m) for m in wanted if prices.price(m) is None})
+        if unpriced:
+            raise InputError(
+                f"no list price is known for {', '.join(unpriced)}, so --max-cost-usd cannot be "
+                "kept; use a model in the price table or drop the budget"
+            )
     if in_place and any(i.path is None for i in checked):
         raise InputError(
             "--in-place edits files; JSONL items get their fixes in the batch's fixed.jsonl"
@@ -500,7 +532,6 @@ async def verify_batch(
         else load_rubric(rubric, search_dirs=(project_rubrics_dir(),))
     )
     assert resolved is not None
-    name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
     options = {
         "rate": rate,
         "minimum": minimum,
