@@ -627,3 +627,68 @@ def test_a_reviewer_that_never_read_the_output_is_not_counted(
     assert "not valid and was not counted" in back
     assert "did not read the whole assignment" in back
     assert _story(project)[-2:] == [("gate", "NICE", "ship"), ("ship",)]
+
+
+# --- 10. a batch, inside Claude Code ---------------------------------------------
+
+
+def test_batch_plan_verify_and_record_inside_claude_code(
+    stub_server, claude_cli, claude_env, tmp_path: Path
+) -> None:
+    """/santa-method:batch: the helper plans, a run verifies the item with
+    reviewer subagents, and `santa batch record` reads the run's outcome."""
+    story = Story()
+    plan: dict[str, Any] = {}
+    record: dict[str, Any] = {}
+
+    def open_item(body: dict[str, Any]) -> Any:
+        plan.update(json_in(last_tool_result_text(body, "Bash")))
+        (item,) = plan["next"]["items"]
+        return bash(item["command"])(body)
+
+    def finish(body: dict[str, Any]) -> Text:
+        record.update(json_in(last_tool_result_text(body, "Bash")))
+        return Text("Batch verified.")
+
+    main = [
+        bash("santa batch plan draft.md --spec spec.md --json"),
+        open_item,
+        spawn_reviewers(story),
+        gate(story),
+        record_gate(story, bash(lambda: f"santa log ship --run {story.run_id}")),
+        bash(
+            lambda: (
+                f"santa batch record {plan['batch_id']} --item draft.md --run {story.run_id} --json"
+            )
+        ),
+        finish,
+    ]
+    server = _server(stub_server, main, PerAgent(rest=reviewer_steps()))
+    project = make_project(tmp_path / "project", CLEAN)
+    _ok(
+        run_claude(
+            claude_cli,
+            project,
+            santa_env(claude_env(server)),
+            prompt="/santa-method:batch draft.md --spec spec.md",
+        )
+    )
+    assert not [c for c in bash_calls(server, "santa") if c.is_error]
+    assert plan["next"]["step"] == "verify"
+    assert plan["next"]["items"][0]["command"].startswith("santa round start --against ")
+    assert [c.is_error for c in agent_calls(server)] == [False, False]
+    assert record["recorded"]["status"] == "passed"
+    assert record["next"] == {
+        "step": "done",
+        "verdict": "ACCEPTED",
+        "report": record["next"]["report"],
+    }
+    report = Path(record["next"]["report"]).read_text(encoding="utf-8")
+    assert "every one of the 1 items was verified" in report
+    assert _story(project) == [
+        ("run",),
+        ("review", "B", "PASS"),
+        ("review", "C", "PASS"),
+        ("gate", "NICE", "ship"),
+        ("ship",),
+    ]
