@@ -191,27 +191,40 @@ def test_excluded_items_are_never_verified_nor_screened(stub_server, project):
     assert result.to_json()["population"] == 10
 
 
-def test_budget_stop_escalates_before_spending_more(stub_server, project):
+@pytest.mark.parametrize("concurrency", [None, 1])
+def test_budget_stop_escalates_before_spending_more(stub_server, project, concurrency):
     server = stub_server(SCRIPT)
-    # Stub usage: 100 in / 20 out per call at sonnet list price = $0.0004 a review.
-    result = run_batch(server, items_of(texts(50, set())), max_cost_usd=0.002, concurrency=1)
+    # Stub usage: 100 in / 20 out per call at sonnet list price = $0.0004 a review,
+    # $0.0008 an item. The first item runs alone to learn that; then items start
+    # only while what is spent and reserved leaves room for one more.
+    result = run_batch(
+        server, items_of(texts(50, set())), max_cost_usd=0.002, concurrency=concurrency
+    )
     data = result.to_json()
     assert result.verdict == "ESCALATED"
     assert any("budget" in r for r in data["reasons"])
-    assert data["cost_usd"] <= 0.002 + 0.0008  # at most one item's round over
-    assert data["waves"][0]["skipped"]
+    assert data["cost_usd"] == pytest.approx(0.0016)
+    assert data["reviewed"] == 2 and data["waves"][0]["skipped"]
 
 
-def test_a_backend_failure_leaves_the_batch_resumable(stub_server, project):
-    failing = stub_server({REVIEWER: [Error(401, message="bad key")] * 4})
+def test_a_backend_failure_leaves_the_batch_and_its_runs_resumable(stub_server, project):
+    from santa_method.state import log as runlog
+
+    failing = stub_server({REVIEWER: [Error(401, message="bad key")] * 10})
     values = items_of(texts(5, set()))
     with pytest.raises(BackendError, match="401"):
-        run_batch(failing, values)
+        run_batch(failing, values, concurrency=5)
     (batch_id,) = batches.list_ids()
-    assert batches.load(batch_id)["status"] == "open"
+    state = batches.load(batch_id)
+    assert state["status"] == "open"
+    running = set(state["waves"][0]["running"].values())
+    assert running  # runs were opened and are left open, not escalated
     server = stub_server(SCRIPT)
-    result = run_batch(server, values, resume=True)
+    result = run_batch(server, values, resume=True, concurrency=5)
     assert result.batch_id == batch_id and result.verdict == "ACCEPTED"
+    assert running <= {o.run_id for o in result.outcomes}  # continued, not started afresh
+    records = runlog.read(project / ".santa" / "log.jsonl").records
+    assert not [r for r in records if r["event"] == "escalate"]
     with pytest.raises(InputError, match="no unfinished batch"):
         run_batch(server, values, resume=True)
 
@@ -375,3 +388,115 @@ def test_bad_arguments_fail_before_any_batch_exists(stub_server, project, option
     with pytest.raises(InputError, match=message):
         run_batch(server, items_of(texts(3, set())), **options)
     assert batches.list_ids() == [] and server.requests == []
+
+
+def test_an_interruption_before_the_verdict_keeps_the_decision(stub_server, project, monkeypatch):
+    server = stub_server(SCRIPT)
+    values = items_of(texts(20, set(range(20))))
+    finish = batches.Book.finish
+    calls = {"n": 0}
+
+    def interrupted_once(self: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return finish(self, *args, **kwargs)
+
+    monkeypatch.setattr(batches.Book, "finish", interrupted_once)
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(server, values, max_resamples=0, max_fixes=0)
+    result = run_batch(server, values, max_resamples=0, max_fixes=0, resume=True)
+    data = result.to_json()
+    assert result.verdict == "ESCALATED" and len(data["waves"]) == 1  # no extra sample
+    assert any("no re-sample is left" in r for r in data["reasons"])
+
+
+def test_screen_flags_the_fixer_leaves_unchanged_block_acceptance(stub_server, project):
+    from e2e.stub_server import Json, first_user_text
+
+    from .batch_helpers import fix, review
+
+    def stubborn(body: dict[str, Any]) -> Json:
+        if "Run batch " in first_user_text(body):  # a screen's fixer declines to change anything
+            return Json({"output": "", "report": ["1. not an issue"]})
+        return fix(body)
+
+    server = stub_server({REVIEWER: review, FIXER: stubborn})
+    result = run_batch(server, items_of(texts(40, set(range(0, 40, 2)))), rate=0.2)
+    data = result.to_json()
+    first = data["waves"][0]["screens"]["completeness"]
+    assert first["flagged"] > 0 and first["fixed"] == 0
+    assert result.verdict == "ESCALATED"  # core/batch.decide: unfixed flags never accept
+
+
+def test_estimates_as_generated_and_after_fixes(stub_server, project):
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(40, set(range(0, 40, 2)))), rate=0.2)
+    data = result.to_json()
+    first = data["waves"][0]
+    assert data["estimate"]["defects"] == first["failed"]
+    assert data["estimate"]["sampled"] == first["n"] and data["estimate"]["population"] == 40
+    assert data["estimate_after_fixes"]["defects"] == 0
+    assert data["estimate_statement"].startswith("as generated: ")
+
+
+def test_one_process_drives_a_batch_at_a_time(stub_server, project):
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(2, set())))
+    with (
+        batches.held(result.batch_id),
+        pytest.raises(InputError, match="another process"),
+        batches.held(result.batch_id),
+    ):
+        pass
+
+
+def test_cli_progress_lines_on_a_non_terminal(stub_server, project, monkeypatch, capsys):
+    server = stub_server(SCRIPT)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    items = jsonl(project / "items.jsonl", texts(40, set(range(0, 40, 2))))
+    assert main(["batch", str(items), "--spec-text", SPEC, "--seed", "7", "--rate", "0.2"]) == 0
+    err = capsys.readouterr().err
+    assert "sample 1: 8 of 40 items" in err
+    assert "item-0000: fixed (completeness), 2 round(s)" in err or "passed" in err
+    assert "screening " in err and "for completeness" in err
+    assert "decision after sample 1: resample" in err
+
+
+def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_server, project):
+    """A run interrupted while its round 2 waits in a Message Batch still
+    counts the failure of its round 1 (read from the run, not the process)."""
+    import asyncio
+
+    from santa_method.headless.batch import verify_batch
+
+    server = stub_server(SCRIPT, batch_polls=2)
+    values = items_of(texts(10, set(range(10))))
+    options = {"base_url": server.base_url, "api_key": "test", "gather_window": 0.2}
+    common = {"backend": "anthropic-batch", "seed": 3, "max_resamples": 0}
+
+    async def interrupted() -> None:
+        task = asyncio.create_task(
+            verify_batch(values, SPEC, backend_options={**options, "poll_interval": 0.05}, **common)
+        )
+        for _ in range(1000):
+            await asyncio.sleep(0.02)
+            if len(_batch_creates(server)) >= 2:
+                break
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupted())
+    assert len(_batch_creates(server)) == 2
+    result = verify_batch_sync(
+        values, SPEC, resume=True, backend_options={**options, "poll_interval": 0.01}, **common
+    )
+    data = result.to_json()
+    assert result.verdict == "ESCALATED"
+    assert set(data["failures_by_criterion"]) == {"completeness"}
+    assert all(o.status == "fixed" and o.criteria == ("completeness",) for o in result.outcomes)
+    # Round 1, its fixes and round 2 are all in the cost: 5 items x (4 reviews + 1 fix).
+    assert data["cost_usd"] > 5 * 4 * 0.0004 / 2

@@ -197,3 +197,85 @@ def test_guard_keeps_the_model_out_of_batch_state(project):
 def test_status_and_record_without_a_batch_are_input_errors(project, capsys, args):
     assert main(["batch", *args]) == 2
     assert capsys.readouterr().err.startswith("santa: ")
+
+
+def _one_item_plan(project: Path, capsys: Any, text: str) -> tuple[str, dict[str, Any], Path]:
+    path = project / "out.md"
+    path.write_text(text, encoding="utf-8")
+    code, view = santa(capsys, "batch", "plan", str(path), "--spec-text", SPEC)
+    assert code == 0
+    (item,) = view["next"]["items"]
+    return view["batch_id"], item, path
+
+
+def test_record_refuses_a_run_of_content_the_batch_did_not_plan(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    planted = texts(1, {0})[0]
+    batch_id, item, path = _one_item_plan(project, capsys, planted)
+    # Reviewed clean text in place of the item, then put the item back.
+    path.write_text(texts(1, set())[0], encoding="utf-8")
+    swapped = run_item(server, item)
+    path.write_text(planted, encoding="utf-8")
+    code, answer = santa(
+        capsys, "batch", "record", batch_id, "--item", item["id"], "--run", swapped
+    )
+    assert code == 1 and "as the batch knows it" in answer["err"]
+    # The honest run (it fails round 1, fixes the file in place, ships) ...
+    first = run_item(server, item)
+    # ... and a second run of the already fixed file, which would hide that failure.
+    second = run_item(server, item)
+    code, answer = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", second)
+    assert code == 1 and "as the batch knows it" in answer["err"]
+    code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", first)
+    assert code == 0
+    assert view["recorded"]["status"] == "fixed" and view["recorded"]["criteria"] == [
+        "completeness"
+    ]
+
+
+def test_inside_claude_code_record_counts_only_hook_reviews(
+    stub_server, project, capsys, monkeypatch
+):
+    server = stub_server(SCRIPT)
+    batch_id, item, _ = _one_item_plan(project, capsys, texts(1, set())[0])
+    run_id = run_item(server, item)  # reviews from a backend, not from subagents
+    monkeypatch.setenv("CLAUDECODE", "1")
+    code, answer = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", run_id)
+    assert code == 1 and "through the hook" in answer["err"]
+
+
+def test_the_screen_rubric_opens_runs_only_for_waiting_items(
+    stub_server, project, capsys, monkeypatch
+):
+    server = stub_server(SCRIPT)
+    items = jsonl(project / "items.jsonl", texts(12, set(range(12))))
+    code, view = santa(
+        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "1", "--rate", "0.4"
+    )
+    assert code == 0
+    for item in view["next"]["items"]:
+        code, view = santa(
+            capsys,
+            "batch",
+            "record",
+            view["batch_id"],
+            "--item",
+            item["id"],
+            "--run",
+            run_item(server, item),
+        )
+        assert code == 0
+    assert view["next"]["step"] == "screen"
+    words = shlex.split(view["next"]["items"][0]["command"])
+    monkeypatch.setenv("CLAUDECODE", "1")
+    unrelated = project / "unrelated.md"
+    unrelated.write_text("Anything at all.\n", encoding="utf-8")
+    other = list(words)
+    other[other.index("--against") + 1] = str(unrelated)
+    assert main(other[1:]) == 1
+    assert "loosen" in capsys.readouterr().err
+    other = list(words)
+    spec_at = other.index("--spec")
+    other[spec_at : spec_at + 2] = ["--spec-text", "Another spec."]
+    assert main(other[1:]) == 1
+    assert "loosen" in capsys.readouterr().err

@@ -72,10 +72,20 @@ def plan(
             entry.update(path=str(path), record=item.record)
         else:
             entry["path"] = str(Path(item.path).resolve())
+        # What the batch knows the item to hold: a run counts for the item only
+        # if its first round reviewed exactly this.
+        entry["sha256"] = _content_sha(entry["path"])
     state.update(rubric_ref=rubric_ref, rubric_hash=rubric_hash(rubric), screen_rubrics={})
     book = _book(state)
     book.draw()
     return view(state)
+
+
+def _content_sha(path: str) -> str | None:
+    try:
+        return runs.sha256(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _command(state: dict[str, Any], path: str, rubric: str) -> str:
@@ -172,6 +182,10 @@ def _screen_rubric(state: dict[str, Any], criterion: str) -> dict[str, str]:
 def _advance(book: Book) -> None:
     """Apply the rules once every item of the current step is recorded."""
     state = book.state
+    concluded = book.concluded()
+    if concluded is not None:  # a decision whose verdict was never written
+        book.finish(concluded, tokens=None, warnings=[])
+        return
     while state["status"] == "open":
         wave = book.current()
         assert wave is not None
@@ -196,17 +210,46 @@ def _advance(book: Book) -> None:
         return
 
 
+def _inside_claude_code() -> bool:
+    import os
+
+    names = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT")
+    return any(os.environ.get(name) for name in names)
+
+
 def _check_run(state: dict[str, Any], item: str, run_id: str) -> dict[str, Any]:
-    """The run must be this item's, for this batch's spec, finished, and new."""
+    """The run must be this item's (its first round reviewed the item as the
+    batch knows it, and a shipped run's output is what the file holds now),
+    for this batch's spec, finished, and new. Inside Claude Code its reviews
+    must have come through the reviewer hook."""
     run = runs.load(run_id)
     if run["status"] == "open":
         raise InputError(
             f"run {run_id} is still open; finish it (ship or escalate) before recording it"
         )
     target = run["target"]
-    expected = Path(_path_of(state, item)).resolve()
+    entry = next(i for i in state["items"] if i["id"] == item)
+    expected = Path(entry["path"]).resolve()
     if target.get("kind") != "file" or Path(target["path"]).resolve() != expected:
         raise RefusedError(f"run {run_id} did not verify item '{item}' ({expected})")
+    if run["rounds"][0]["output_sha256"] != entry.get("sha256"):
+        raise RefusedError(
+            f"run {run_id} did not review item '{item}' as the batch knows it (the item "
+            "changed before the run, or the run reviewed other content); open a new run "
+            "with the command `santa batch status` prints"
+        )
+    if (
+        run["status"] == "shipped"
+        and _content_sha(entry["path"]) != run["rounds"][-1]["output_sha256"]
+    ):
+        raise RefusedError(
+            f"item '{item}' no longer holds what run {run_id} shipped; open a new run for it"
+        )
+    if _inside_claude_code() and run.get("source") != "hook":
+        raise RefusedError(
+            f"run {run_id} took its reviews from '{run.get('source')}', not from reviewer "
+            "subagents through the hook; inside Claude Code a batch counts only those"
+        )
     if run["spec_sha256"] != state["spec_sha256"]:
         raise RefusedError(f"run {run_id} used another spec than batch {state['id']}")
     if run["created"] < state["created"]:
@@ -254,16 +297,24 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
                     f"run {run_id} did not use the screen rubric for {criterion} "
                     f"({state['screen_rubrics'][criterion]['path']})"
                 )
-            result = {"passed": "clean", "fixed": "flagged", "escalated": "unusable"}
+            result = {"passed": "clean", "fixed": "flagged", "escalated": "unusable"}[
+                outcome.status
+            ]
+            if outcome.status == "escalated" and outcome.criteria:
+                result = "flagged"  # flagged, and its loop could not fix it
             entry = {
                 "run_id": run_id,
-                "result": result[outcome.status],
+                "result": result,
                 "fixed": outcome.status == "fixed",
                 "cost_usd": outcome.cost_usd,
             }
             wave["screens"].setdefault(criterion, {})[item] = entry
             recorded = {"phase": "screen", "item": item, "criterion": criterion, **entry}
-        if outcome.cost_usd is not None and state.get("cost_usd") is not None:
+        entry = next(i for i in state["items"] if i["id"] == item)
+        entry["sha256"] = _content_sha(entry["path"])
+        if outcome.cost_usd is None or state.get("cost_usd") is None:
+            state["cost_usd"] = None  # unknown, never reported as $0
+        else:
             state["cost_usd"] = round(state["cost_usd"] + outcome.cost_usd, 8)
         batches.event(batch_id, "record", **recorded)
         _advance(book)
@@ -281,12 +332,14 @@ def status(batch_id: str | None) -> dict[str, Any]:
     return view(batches.load(batch_id))
 
 
-def screen_rubric_allowed(rubric_arg: str | None) -> bool:
+def screen_rubric_allowed(rubric_arg: str | None, against: str | None, spec: str | None) -> bool:
     """True when `rubric_arg` is the screen rubric of an open batch that is
-    screening for that criterion now, unchanged since the batch wrote it."""
+    screening for that criterion now, unchanged since the batch wrote it,
+    and the run is for one of the items waiting for that screen, with the
+    batch's spec."""
     from santa_method.core.rubric import load_rubric, rubric_hash
 
-    if not rubric_arg:
+    if not rubric_arg or not against or spec is None:
         return False
     path = Path(rubric_arg).resolve()
     base = batches.batches_dir().resolve()
@@ -302,6 +355,14 @@ def screen_rubric_allowed(rubric_arg: str | None) -> bool:
     if state["status"] != "open" or wave is None or known is None:
         return False
     if criterion not in (wave.get("screening") or []) or wave.get("screened"):
+        return False
+    if runs.sha256(spec) != state["spec_sha256"]:
+        return False
+    step = next_step(state)
+    waiting = {Path(i["against"]).resolve() for i in step.get("items", [])}
+    if step["step"] != "screen" or step["criterion"] != criterion:
+        return False
+    if Path(against).resolve() not in waiting:
         return False
     try:
         loaded = load_rubric(str(path))

@@ -309,7 +309,11 @@ class _Progress:
                 say(f"  {data['item']}: {data['result']}{fixed}")
         elif kind == "message_batch":
             if self.bar is None:
-                say(f"  message batch {data.get('batch_id')}: {data.get('processing_status', '')}")
+                done = data.get("succeeded", 0) + data.get("errored", 0)
+                say(
+                    f"  message batch {data.get('batch_id')}: {data.get('status')}, "
+                    f"{done} of {data.get('requests', '?')} answered"
+                )
         elif kind == "decision":
             say(
                 f"decision after sample {data['wave']}: {data['step']} ({'; '.join(data['reasons'])})"

@@ -107,12 +107,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_screen(rubric: str) -> bool:
+def _batch_screen(args: argparse.Namespace) -> bool:
     """A batch's one-criterion screen rubric is narrower than the config's
-    on purpose, and allowed only while that batch screens for it."""
+    on purpose, and allowed only while that batch screens one of its items
+    for it, with its spec."""
     from santa_method.claude_code.batch import screen_rubric_allowed
 
-    return screen_rubric_allowed(rubric)
+    if args.spec == "-":  # stdin is read once, by the run itself
+        return False
+    spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
+    return screen_rubric_allowed(args.rubric, args.against, spec)
 
 
 def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
@@ -132,7 +136,7 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
         and args.budget_usd > config.budget_usd
     ):
         looser.append(f"--budget-usd {args.budget_usd} (config: {config.budget_usd})")
-    if args.rubric is not None and args.rubric != config.rubric and not _batch_screen(args.rubric):
+    if args.rubric is not None and args.rubric != config.rubric and not _batch_screen(args):
         from santa_method.core.rubric import load_rubric
         from santa_method.state.paths import project_rubrics_dir
 

@@ -16,7 +16,8 @@ The rules, in order:
   criterion, and the fixer changes the items the screen flags.
 - A wave *passes* when none of its items failed. The batch is ACCEPTED when
   its last wave passed (or no unverified item is left), every verified item
-  shipped, and every screen came back usable; otherwise it draws a fresh
+  shipped, and every screen came back usable and every item it flagged was
+  changed by the fixer; otherwise it draws a fresh
   wave (excluding verified items) while re-samples are left, else it is
   ESCALATED. Accepting after a clean wave is what the plan's guarantee
   speaks about: a defect that common would have shown in that sample.
@@ -125,6 +126,7 @@ def decide(
     screened: bool,
     unscreened: int,
     unverified_left: int,
+    unfixed: int = 0,
     resamples_left: int,
     min_items: int = DEFAULT_MIN_ITEMS,
     share: float | None = None,
@@ -132,7 +134,8 @@ def decide(
     """The next step after a wave was verified (and screened, if `screened`).
 
     `all_outcomes` holds every verified item of every wave; `unscreened`
-    counts items whose screen gave no usable answer; `unverified_left` the
+    counts items whose screen gave no usable answer, `unfixed` items a
+    screen flagged that the fixer did not change; `unverified_left` the
     items no wave has drawn yet.
     """
     failed = [o for o in wave if o.failed]
@@ -145,6 +148,8 @@ def decide(
             )
         if unscreened:
             reasons.append(f"{unscreened} item(s) could not be screened")
+        if unfixed:
+            reasons.append(f"{unfixed} item(s) flagged by a screen were not fixed")
         if reasons:
             return Decision("escalate", reasons=tuple(reasons))
         why = (

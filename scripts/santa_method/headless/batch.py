@@ -84,24 +84,6 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def outcome_of(item: str, result: Any) -> rules.ItemOutcome:
-    """An item's outcome from its VerifyResult: the first round's flags, how it ended."""
-    criteria = [i["criterion"] for r in result.history if r.round == 1 for i in r.issues]
-    if result.verdict == "NICE":
-        status = "fixed" if criteria or result.rounds > 1 else "passed"
-    else:
-        status = "escalated"
-    return rules.ItemOutcome(
-        item=item,
-        run_id=result.run_id,
-        status=status,
-        criteria=tuple(dict.fromkeys(criteria)),
-        rounds=result.rounds,
-        cost_usd=result.cost_usd,
-        report=result.report,
-    )
-
-
 class _Batch:
     """One `verify_batch` call: verifies and screens; the Book keeps the rules."""
 
@@ -124,6 +106,18 @@ class _Batch:
         self.on_event = on_event
         self.tokens = Tokens(**self.state.get("tokens", {}))
         self.reserved = 0.0
+        # What jobs cost so far (a resumed batch starts from what it knows).
+        self.costs: dict[str, list[float]] = {
+            "item": [o.cost_usd for o in book.outcomes() if o.cost_usd is not None],
+            "screen": [
+                e["cost_usd"] + (e.get("fix_cost_usd") or 0.0)
+                for w in book.waves
+                for by_item in w["screens"].values()
+                for e in by_item.values()
+                if e.get("cost_usd") is not None
+            ],
+        }
+        self.probes: dict[str, asyncio.Event] = {}
         self.stop_reason: str | None = None
         self.warnings: list[str] = []
 
@@ -148,6 +142,9 @@ class _Batch:
             self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 8)
 
     async def run(self) -> BatchResult:
+        concluded = self.book.concluded()
+        if concluded is not None:  # interrupted between a decision and the verdict
+            return self.finish(concluded)
         while True:
             wave = self.book.current() or self.book.draw()
             self.emit(
@@ -174,18 +171,53 @@ class _Batch:
 
     # -- verifying items ----------------------------------------------------------
 
-    def budget_left(self) -> float | None:
+    # The budget: a job (an item's loop, a screen) starts only when the money
+    # left, minus what the jobs in flight are expected to cost, pays for it.
+    # The first job of each kind runs alone, to learn what one costs.
+
+    async def admit(self, kind: str) -> float | None:
+        """Reserve the expected cost of one job; None when the budget cannot pay."""
+        budget = self.s["max_cost_usd"]
+        if budget is None:
+            return 0.0
+        known = self.costs[kind]
+        if not known:
+            probe = self.probes.get(kind)
+            if probe is None:
+                self.probes[kind] = asyncio.Event()
+            else:
+                await probe.wait()
+        estimate = sum(known) / len(known) if known else 0.0
+        spent = self.state["cost_usd"]
+        if spent is None:
+            self.stop_reason = "the cost of a call is unknown, so the budget cannot be kept"
+            return None
+        if spent + self.reserved + estimate > budget or spent + self.reserved >= budget:
+            what = "items" if kind == "item" else "screens"
+            self.stop_reason = (
+                f"the budget of ${budget:.2f} cannot pay for more {what} "
+                f"(spent ${spent:.4f}; one costs about ${estimate:.4f})"
+            )
+            return None
+        self.reserved += estimate
+        return estimate
+
+    def settle(self, kind: str, estimate: float, cost: float | None) -> None:
+        """Release a job's reservation and learn from what it cost."""
+        self.reserved -= estimate
+        if cost is not None:
+            self.costs[kind].append(cost)
+        probe = self.probes.get(kind)
+        if probe is not None:
+            probe.set()
+
+    def left_for(self, estimate: float) -> float | None:
+        """What one admitted job may spend (its loop stops before a fix it cannot pay)."""
         budget = self.s["max_cost_usd"]
         if budget is None:
             return None
-        spent = self.state["cost_usd"]
-        if spent is None:
-            return 0.0
-        return budget - spent - self.reserved
-
-    def mean_item_cost(self) -> float:
-        costs = [o.cost_usd for o in self.book.outcomes() if o.cost_usd is not None]
-        return sum(costs) / len(costs) if costs else 0.0
+        spent = self.state["cost_usd"] or 0.0
+        return max(budget - spent - (self.reserved - estimate), 1e-9)
 
     async def gather(self, jobs: Sequence[Any]) -> None:
         """Run jobs under the concurrency limit; the first BackendError wins."""
@@ -209,28 +241,22 @@ class _Batch:
 
     def _item_job(self, wave: dict[str, Any], item: str) -> Callable[[], Any]:
         async def job() -> None:
-            left = self.budget_left()
-            estimate = self.mean_item_cost()
-            if left is not None and (left <= 0 or left < estimate):
-                spent = self.state["cost_usd"]
-                self.stop_reason = (
-                    f"the budget of ${self.s['max_cost_usd']:.2f} cannot pay for more items "
-                    f"(spent ${spent or 0:.4f}; an item costs about ${estimate:.4f})"
-                    if spent is not None
-                    else "the cost of a call is unknown, so the budget cannot be kept"
-                )
+            estimate = await self.admit("item")
+            if estimate is None:
                 wave["skipped"].append(item)
                 self.emit("item_skipped", item=item, reason=self.stop_reason)
                 return
-            self.reserved += estimate
+            cost: float | None = None
             try:
-                await self._verify_item(wave, item, left)
+                cost = await self._verify_item(wave, item, self.left_for(estimate))
             finally:
-                self.reserved -= estimate
+                self.settle("item", estimate, cost)
 
         return job
 
-    async def _verify_item(self, wave: dict[str, Any], item: str, left: float | None) -> None:
+    async def _verify_item(
+        self, wave: dict[str, Any], item: str, left: float | None
+    ) -> float | None:
         text = self.store.text(item)
         resume_run = wave["running"].get(item)
 
@@ -250,9 +276,11 @@ class _Batch:
             self.save()
             batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
             self.emit("item_done", **outcome.to_json())
-            return
-        outcome = outcome_of(item, result)
-        self.spend(result.tokens, result.cost_usd)
+            return 0.0
+        # From the run's state and log, not from this process's view of it: a
+        # resumed run's first round (and its cost) happened in another process.
+        outcome = batches.outcome_of_run(item, result.run_id)
+        self.spend(result.tokens, outcome.cost_usd)
         if result.verdict == "NICE" and result.output != text:
             where = self.store.write(item, result.output)
             batches.event(
@@ -270,6 +298,7 @@ class _Batch:
         self.save()
         batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
         self.emit("item_done", **outcome.to_json())
+        return outcome.cost_usd
 
     async def _verify(
         self, item: str, text: str, resume_run: str | None, left: float | None, seen: Any
@@ -289,7 +318,7 @@ class _Batch:
             project_dir=self.s["project_dir"],
             resume_run=resume_run,
             close_backend=False,
-            open_on_cancel=True,
+            resumable=True,
         )
 
     # -- screening ----------------------------------------------------------------
@@ -322,48 +351,56 @@ class _Batch:
         self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
     ) -> Callable[[], Any]:
         async def job() -> None:
-            left = self.budget_left()
-            if left is not None and left <= 0:
-                self.stop_reason = (
-                    f"the budget of ${self.s['max_cost_usd']:.2f} ran out while screening "
-                    f"for {criterion}"
-                )
+            estimate = await self.admit("screen")
+            if estimate is None:
                 return
-            text = self.store.text(item)
-            boundary = self._boundary(criterion, text)
-            canary = _digest(self.batch_id, item, criterion, "canary")[:24]
-            result, record = await review_once(
-                self.impl,
-                narrow,
-                prefix=texts.reviewer_prefix(markdown, self.spec, boundary),
-                round_part=texts.screening_round_part(
-                    batch_id=self.batch_id,
-                    criterion=criterion,
-                    output=text,
-                    boundary=boundary,
-                    canary=canary,
-                ),
-                output=text,
-                canary=canary,
-                model=self.s["screen_model"],
-                timeout=self.s["timeout"],
-                project_dir=self.s["project_dir"],
-            )
-            self.spend(record.tokens, record.cost_usd)
-            entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
-            if not result.valid or result.review is None:
-                entry.update(result="unusable", errors=list(result.errors)[:5])
-            elif result.verdict == "PASS":
-                entry.update(result="clean")
-            else:
-                entry.update(result="flagged")
-                entry.update(await self._fix(wave, item, criterion, text, result.review, boundary))
-            wave["screens"][criterion][item] = entry
-            self.save()
-            batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
-            self.emit("screened", item=item, criterion=criterion, **entry)
+            cost: float | None = None
+            try:
+                cost = await self._screen_one(wave, narrow, markdown, criterion, item)
+            finally:
+                self.settle("screen", estimate, cost)
 
         return job
+
+    async def _screen_one(
+        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+    ) -> float | None:
+        """One screen (and its fix when flagged); returns what it cost."""
+        text = self.store.text(item)
+        boundary = self._boundary(criterion, text)
+        canary = _digest(self.batch_id, str(wave["number"]), item, criterion, "canary")[:24]
+        result, record = await review_once(
+            self.impl,
+            narrow,
+            prefix=texts.reviewer_prefix(markdown, self.spec, boundary),
+            round_part=texts.screening_round_part(
+                batch_id=self.batch_id,
+                criterion=criterion,
+                output=text,
+                boundary=boundary,
+                canary=canary,
+            ),
+            output=text,
+            canary=canary,
+            model=self.s["screen_model"],
+            timeout=self.s["timeout"],
+            project_dir=self.s["project_dir"],
+        )
+        self.spend(record.tokens, record.cost_usd)
+        entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
+        if not result.valid or result.review is None:
+            entry.update(result="unusable", errors=list(result.errors)[:5])
+        elif result.verdict == "PASS":
+            entry.update(result="clean")
+        else:
+            entry.update(result="flagged")
+            entry.update(await self._fix(wave, item, criterion, text, result.review, boundary))
+        wave["screens"][criterion][item] = entry
+        self.save()
+        batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
+        self.emit("screened", item=item, criterion=criterion, **entry)
+        costs = [entry["cost_usd"], entry.get("fix_cost_usd", 0.0)]
+        return None if None in costs else sum(costs)
 
     async def _fix(
         self, wave: dict[str, Any], item: str, criterion: str, text: str, review: Any, boundary: str
@@ -620,7 +657,8 @@ async def verify_batch(
         backend=name,
     )
     try:
-        return await runner.run()
+        with batches.held(state["id"]):
+            return await runner.run()
     finally:
         runner.save()
         closer = getattr(impl, "aclose", None)

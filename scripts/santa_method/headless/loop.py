@@ -451,7 +451,7 @@ async def verify(
     project_dir: str | os.PathLike[str] | None = None,
     resume_run: str | None = None,
     close_backend: bool = True,
-    open_on_cancel: bool = False,
+    resumable: bool = False,
 ) -> VerifyResult:
     """Verify `output` (text, or a file given as a Path) against `spec`.
 
@@ -465,8 +465,9 @@ async def verify(
     like anthropic-batch, answers them without paying twice); a run past
     that point is escalated as interrupted and `output` verified afresh.
     `close_backend=False` keeps a shared backend's client open for other
-    runs; `open_on_cancel=True` leaves a cancelled run open to be resumed
-    (a batch does both), where a plain run is escalated when cancelled.
+    runs; `resumable=True` leaves a run open when it is cancelled or its
+    backend fails, so `resume_run` continues it without paying again (a
+    batch does both); a plain run is escalated then.
     """
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
@@ -522,16 +523,16 @@ async def verify(
     work.mkdir(exist_ok=True)
     if not (work / ".gitignore").exists():
         (work / ".gitignore").write_text("*\n", encoding="utf-8")
-    opened = runs.reopen(resume_run) if resume_run else None
-    if resume_run and opened is None:
-        _escalate_quietly(resume_run, "interrupted; verified again in a new run")
+    opened = None
+    if resume_run:
+        working = Path(runs.load(resume_run)["target"]["path"])
+        opened = await _resume_point(run, resume_run, working)
+        if opened is None:
+            _escalate_quietly(resume_run, "interrupted; verified again in a new run")
     if opened is not None:
-        working, original = Path(runs.load(opened.run_id)["target"]["path"]), None
         run_id = opened.run_id
         run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True)
-        return await _guarded(
-            run, impl, opened, working, max_cost_usd, close_backend, open_on_cancel
-        )
+        return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, resumable)
     working, original = _working_copy(santa, output, in_place)
     opened = runs.start_run(
         target={"kind": "file", "path": str(working)},
@@ -551,7 +552,7 @@ async def verify(
     )
     run_id = opened.run_id
     run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original)
-    return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, open_on_cancel)
+    return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, resumable)
 
 
 async def _guarded(
@@ -561,17 +562,18 @@ async def _guarded(
     working: Path,
     max_cost_usd: float | None,
     close_backend: bool,
-    open_on_cancel: bool,
+    resumable: bool,
 ) -> VerifyResult:
     """Drive the run; any error escalates it (never shipped) and propagates.
 
-    A cancelled task (an interrupted batch) leaves the run open instead, so
-    `resume_run` can pick up the same round without paying for it twice.
+    With `resumable`, a cancelled task or a failed backend (an interrupted
+    batch) leaves the run open instead, so `resume_run` can pick up the same
+    round without paying for it twice. Open is never shipped either.
     """
     try:
         return await _drive(run, opened, working, max_cost_usd)
-    except asyncio.CancelledError as exc:
-        if not open_on_cancel:
+    except (asyncio.CancelledError, BackendError) as exc:
+        if not resumable:
             _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc!r}")
         raise
     except BaseException as exc:
@@ -679,33 +681,14 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
                         run_id, "escalate", data={"reason": reason, **run.take_unlogged()}
                     )
                     return _escalated(run, run_id, working, None, [reason])
-            fixer_text = Path(gate.extra["fixer_assignment"]).read_text(encoding="utf-8")
-            run.emit("fix_start", round=opened.round, flags=len(gate.issues))
-            fix = await run.call(
-                "the fixer",
-                run.backend.fix(
-                    FixRequest(
-                        assignment=fixer_text,
-                        target_path=str(working),
-                        output=output,
-                        model=run.fixer_model,
-                        timeout=run.timeout,
-                        project_dir=run.project_dir,
-                    )
-                ),
+            fix = await _fix(
+                run, run_id, opened.round, gate.extra["fixer_assignment"], output, working
             )
-            if fix.output is not None:
-                working.write_text(fix.output, encoding="utf-8")
-            run.spend(fix.tokens, fix.cost_usd, logged=False)
             last_fix_cost = fix.cost_usd or 0.0
-            data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
-            data.update(run.take_unlogged())
-            runs.log_event(run_id, "fix", data=data)
             run.history[-1] = dataclasses.replace(
                 record,
                 fix={"notes": fix.notes, "tokens": fix.tokens.to_json(), "cost_usd": fix.cost_usd},
             )
-            run.emit("fix_done", round=opened.round, notes=fix.notes)
         elif (
             max_cost_usd is not None
             and run.cost is not None
@@ -719,6 +702,53 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
         except RefusedError as exc:
             runs.log_event(run_id, "escalate", data={"reason": str(exc), **run.take_unlogged()})
             return _escalated(run, run_id, working, None, [str(exc)])
+
+
+async def _fix(
+    run: _Run, run_id: str, round_number: int, fixer_path: str, output: str, working: Path
+) -> Any:
+    """Call the fixer on the round's flags, write its output, log the fix."""
+    fixer_text = Path(fixer_path).read_text(encoding="utf-8")
+    run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
+    fix = await run.call(
+        "the fixer",
+        run.backend.fix(
+            FixRequest(
+                assignment=fixer_text,
+                target_path=str(working),
+                output=output,
+                model=run.fixer_model,
+                timeout=run.timeout,
+                project_dir=run.project_dir,
+            )
+        ),
+    )
+    if fix.output is not None:
+        working.write_text(fix.output, encoding="utf-8")
+    run.spend(fix.tokens, fix.cost_usd, logged=False)
+    data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
+    data.update(run.take_unlogged())
+    runs.log_event(run_id, "fix", data=data)
+    run.emit("fix_done", round=round_number, notes=fix.notes)
+    return fix
+
+
+async def _resume_point(run: _Run, run_id: str, working: Path) -> Any:
+    """Where an interrupted run goes on: its open round, its pending fix, or
+    the round its last gate asked for; None when there is nothing to resume."""
+    opened = runs.reopen(run_id)
+    if opened is not None:
+        return opened
+    state = runs.load(run_id)
+    last = state.get("last_gate")
+    if state["status"] != "open" or not last or last["next"] not in ("fix", "rereview"):
+        return None
+    fixed = any(f["after_round"] == last["round"] for f in state["fixes"])
+    if last["next"] == "fix" and not fixed and state.get("fixer"):
+        current = state["rounds"][-1]
+        output = (Path(current["assignment"]).parent / "output.txt").read_text(encoding="utf-8")
+        await _fix(run, run_id, last["round"], state["fixer"]["assignment"], output, working)
+    return runs.next_round(run_id)
 
 
 def _escalated(

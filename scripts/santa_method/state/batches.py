@@ -143,6 +143,20 @@ def locked(batch_id: str) -> Iterator[dict[str, Any]]:
         save(state)
 
 
+@contextlib.contextmanager
+def held(batch_id: str) -> Iterator[None]:
+    """One process drives a batch at a time (two would pay for the same
+    reviews twice and overwrite each other's state)."""
+    with open(batch_dir(batch_id) / ".running", "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(
+                f"batch {batch_id} is being run by another process right now"
+            ) from None
+        yield
+
+
 def event(batch_id: str, kind: str, **data: Any) -> None:
     """One line in the batch's own event log (its items are not runs, so
     this is not the project's iteration log)."""
@@ -390,19 +404,34 @@ class Book:
             return self.waves[-1]
         return None
 
-    def decide(self, wave: dict[str, Any]) -> rules.Decision:
-        unscreened = sum(
-            1
-            for w in self.waves
-            for screens in w["screens"].values()
-            for found in screens.values()
-            if found["result"] == "unusable"
+    def concluded(self) -> rules.Decision | None:
+        """The last wave's decision when it ended the batch but the verdict
+        was never written (an interruption between the two)."""
+        if self.state["status"] != "open" or not self.waves:
+            return None
+        decision = self.waves[-1]["decision"]
+        if decision is None or decision["step"] == "resample":
+            return None
+        return rules.Decision(
+            decision["step"], tuple(decision["criteria"]), tuple(decision["reasons"])
         )
+
+    def decide(self, wave: dict[str, Any]) -> rules.Decision:
+        # A screen's verdict stands until the item is verified by a run of its own.
+        verified = self.verified_ids()
+        screens = [
+            found
+            for w in self.waves
+            for by_item in w["screens"].values()
+            for item, found in by_item.items()
+            if item not in verified
+        ]
         return rules.decide(
             [ItemOutcome.from_json(o) for o in wave["outcomes"].values()],
             all_outcomes=self.outcomes(),
             screened=wave["screened"],
-            unscreened=unscreened,
+            unscreened=sum(1 for f in screens if f["result"] == "unusable"),
+            unfixed=sum(1 for f in screens if f["result"] == "flagged" and not f.get("fixed")),
             unverified_left=wave["plan"]["population"] - len(wave["items"]),
             resamples_left=self.options["max_resamples"] - (len(self.waves) - 1),
             min_items=self.options["systemic_min"],
@@ -423,17 +452,29 @@ class Book:
 
         outcomes = self.outcomes()
         verdict = "ACCEPTED" if decision.step == "accept" else "ESCALATED"
-        last = next((w for w in reversed(self.waves) if w["outcomes"]), None)
-        estimate, statement = None, "no item was verified"
-        if last is not None:
-            in_last = [ItemOutcome.from_json(o) for o in last["outcomes"].values()]
-            rate = estimate_defect_rate(
-                sum(1 for o in in_last if o.failed),
-                len(in_last),
-                last["plan"]["population"],
+        verified = [w for w in self.waves if w["outcomes"]]
+        last = verified[-1] if verified else None
+
+        def estimate(wave: dict[str, Any]) -> Any:
+            found = [ItemOutcome.from_json(o) for o in wave["outcomes"].values()]
+            return estimate_defect_rate(
+                sum(1 for o in found if o.failed),
+                len(found),
+                wave["plan"]["population"],
                 ESTIMATE_CONFIDENCE,
             )
-            estimate, statement = rate.to_json(), rate.statement()
+
+        # The first sample is a random draw from the batch as generated: it
+        # estimates the generator's defect rate. The last one, drawn after
+        # screens and fixes from the items never verified, estimates what
+        # is left.
+        first_rate = estimate(verified[0]) if verified else None
+        last_rate = estimate(last) if last is not None and len(verified) > 1 else None
+        statement = "no item was verified"
+        if first_rate is not None:
+            statement = "as generated: " + first_rate.statement()
+        if last_rate is not None:
+            statement += "; after fixes, last sample: " + last_rate.statement()
         if verdict != "ACCEPTED" or last is None:
             guarantee = "none: the batch was not accepted"
         elif not self.unverified():
@@ -456,7 +497,8 @@ class Book:
             "waves": [wave_summary(w) for w in self.waves],
             "failures_by_criterion": rules.failures_by_criterion(outcomes),
             "systemic": systemic,
-            "estimate": estimate,
+            "estimate": first_rate.to_json() if first_rate is not None else None,
+            "estimate_after_fixes": last_rate.to_json() if last_rate is not None else None,
             "estimate_statement": statement,
             "guarantee": guarantee,
             "cost_usd": self.state.get("cost_usd"),
