@@ -67,10 +67,23 @@ def test_a_systemic_pattern_is_screened_first_then_resampled():
     assert _decide(WAVE, screened=True).step == "resample"
 
 
-def test_isolated_failures_resample_and_escalate_without_resamples():
+def test_failures_in_no_pattern_escalate_rather_than_redraw():
+    """Redrawing until a sample comes back clean would overstate the guarantee."""
     wave = [item("a", "compliance"), item("b")]
-    assert _decide(wave).step == "resample"
-    assert _decide(wave, resamples_left=0).step == "escalate"
+    decision = _decide(wave)
+    assert decision.step == "escalate" and "only retry the draw" in decision.reasons[0]
+
+
+def test_after_a_screen_a_fresh_sample_while_resamples_are_left():
+    assert _decide(WAVE, screened=True, resamples_left=1).step == "resample"
+    decision = _decide(WAVE, screened=True, resamples_left=0)
+    assert decision.step == "escalate" and "no re-sample is left" in decision.reasons[0]
+
+
+def test_a_pattern_of_unspecified_flags_is_not_screened():
+    wave = [item("a", "unspecified"), item("b", "unspecified")]
+    decision = _decide(wave, screenable={"completeness", "compliance"})
+    assert decision.step == "escalate" and decision.criteria == ()
 
 
 @pytest.mark.parametrize(

@@ -565,3 +565,35 @@ def test_cli_rejects_a_broken_jsonl_line(tmp_path: Path) -> None:
     result = santa(tmp_path, "bad.jsonl")
     assert result.returncode == 2
     assert "bad.jsonl line 2 is not valid JSON" in result.stderr
+
+
+@pytest.mark.parametrize(("population", "n"), [(100, 5), (1000, 57), (50, 10), (20, 20)])
+def test_hypergeometric_interval_covers_at_least_its_confidence(population: int, n: int) -> None:
+    """Exact coverage by enumeration with scipy: the interval holds the true
+    share with probability >= 95 % for every defect count (score intervals do
+    not, near zero)."""
+    from scipy.stats import hypergeom
+
+    from santa_method.core.sampling import hypergeometric_interval
+
+    step = max(1, population // 40)
+    for defective in range(0, population + 1, step):
+        dist = hypergeom(population, defective, n)
+        covered = 0.0
+        for x in range(0, n + 1):
+            p = dist.pmf(x)
+            if p == 0:
+                continue
+            low, high = hypergeometric_interval(x, n, population)
+            if low - 1e-12 <= defective / population <= high + 1e-12:
+                covered += p
+        assert covered >= 0.95 - 1e-9, (defective, covered)
+
+
+def test_hypergeometric_interval_respects_what_was_seen() -> None:
+    from santa_method.core.sampling import hypergeometric_interval
+
+    assert hypergeometric_interval(1, 20, 20) == (0.05, 0.05)  # a census is exact
+    low, high = hypergeometric_interval(1, 20, 100)
+    assert low >= 0.01 and high <= 0.81  # at least the one seen; at most all unseen
+    assert hypergeometric_interval(0, 57, 1000)[0] == 0.0

@@ -500,3 +500,44 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
     assert all(o.status == "fixed" and o.criteria == ("completeness",) for o in result.outcomes)
     # Round 1, its fixes and round 2 are all in the cost: 5 items x (4 reviews + 1 fix).
     assert data["cost_usd"] > 5 * 4 * 0.0004 / 2
+
+
+def test_unreadable_items_and_impossible_plans_fail_before_any_batch(
+    stub_server, project, monkeypatch, capsys
+):
+    server = stub_server(SCRIPT)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    folder = project / "outs"
+    folder.mkdir()
+    for i, text in enumerate(texts(3, set())):
+        (folder / f"s{i}.md").write_text(text, encoding="utf-8")
+    (folder / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00")
+    assert main(["batch", str(folder), "--spec-text", SPEC, "--quiet"]) == 2
+    assert "not UTF-8 text; leave it out with --exclude" in capsys.readouterr().err
+    everything = project / "all.txt"
+    everything.write_text("\n".join(str(p) for p in sorted(folder.iterdir())), encoding="utf-8")
+    assert main(["batch", str(folder), "--spec-text", SPEC, "--exclude", str(everything)]) == 2
+    assert batches.list_ids() == [] and server.requests == []
+    # Leaving the binary out works, and the seed is printed.
+    skip = project / "skip.txt"
+    skip.write_text(str(folder / "logo.png"), encoding="utf-8")
+    args = ["batch", str(folder), "--spec-text", SPEC, "--exclude", str(skip), "--seed", "42"]
+    assert main([*args, "--quiet"]) == 0
+    assert "seed: 42" in capsys.readouterr().out
+
+
+def test_an_earlier_batch_json_excludes_its_items(stub_server, project, monkeypatch, capsys):
+    server = stub_server(SCRIPT)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    items = jsonl(project / "items.jsonl", texts(40, set()))
+    assert main(["batch", str(items), "--spec-text", SPEC, "--json", "--quiet"]) == 0
+    earlier = project / "earlier.json"
+    earlier.write_text(capsys.readouterr().out, encoding="utf-8")
+    done = {o["item"] for o in json.loads(earlier.read_text())["items"]}
+    args = ["batch", str(items), "--spec-text", SPEC, "--exclude", str(earlier), "--json"]
+    assert main([*args, "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["population"] == 40 - len(done)
+    assert not done & {o["item"] for o in again["items"]}

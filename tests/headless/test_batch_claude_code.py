@@ -189,6 +189,20 @@ def test_guard_keeps_the_model_out_of_batch_state(project):
         "cwd": str(project),
     }
     assert "batch state" in json.dumps(hooks.pretooluse_guard(bash))
+    for sneaky in (
+        "cd .santa/batches/b-1; f=state; cat /tmp/s > $f.json",
+        'python3 -c \'import shutil; shutil.copy("/tmp/x", ".santa/batches/b/report.json")\'',
+        "santa batch status b-1 && cp /tmp/x .santa/batches/b-1/report.json",
+    ):
+        assert hooks.shell_problem(sneaky) == "touches santa's batch state directly", sneaky
+    # The helper's own printed commands name batch files and stay allowed.
+    assert (
+        hooks.shell_problem(
+            "santa round start --against /p/out.md --spec /p/.santa/batches/b-1/spec.md "
+            "--rubric /p/.santa/batches/b-1/screen-completeness.yaml --json"
+        )
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -279,3 +293,14 @@ def test_the_screen_rubric_opens_runs_only_for_waiting_items(
     other[spec_at : spec_at + 2] = ["--spec-text", "Another spec."]
     assert main(other[1:]) == 1
     assert "loosen" in capsys.readouterr().err
+
+
+def test_the_first_run_of_an_item_counts_not_a_later_retry(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    batch_id, item, _ = _one_item_plan(project, capsys, texts(1, set())[0])
+    first = run_item(server, item)
+    retry = run_item(server, item)  # same content: a rerun hoping for another verdict
+    code, answer = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", retry)
+    assert code == 1 and f"run {first} of item" in answer["err"]
+    code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", first)
+    assert code == 0 and view["next"]["verdict"] == "ACCEPTED"

@@ -24,6 +24,7 @@ from santa_method.core import batch as rules
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.types import Rubric
 from santa_method.state import batches, runs
+from santa_method.state import log as runlog
 from santa_method.state.batches import BatchItem, Book, ItemStore
 from santa_method.state.paths import ensure_santa_dir
 
@@ -76,8 +77,7 @@ def plan(
         # if its first round reviewed exactly this.
         entry["sha256"] = _content_sha(entry["path"])
     state.update(rubric_ref=rubric_ref, rubric_hash=rubric_hash(rubric), screen_rubrics={})
-    book = _book(state)
-    book.draw()
+    batches.first_draw(state, _store(state))
     return view(state)
 
 
@@ -154,6 +154,7 @@ def view(state: dict[str, Any]) -> dict[str, Any]:
         "batch_id": state["id"],
         "status": state["status"],
         "population": _book(state).population(),
+        "seed": state["seed"],
         "waves": [batches.wave_summary(w) for w in state["waves"]],
         "next": step,
         "record": f"santa batch record {state['id']} --item ITEM --run RUN_ID",
@@ -197,6 +198,7 @@ def _advance(book: Book) -> None:
                 for criterion in decision.criteria:
                     state["screen_rubrics"][criterion] = _screen_rubric(state, criterion)
                 wave["screening"] = list(decision.criteria)
+                wave["screening_since"] = runlog.now_iso()
                 book.save()
             if next_step(state)["step"] == "screen":
                 return
@@ -264,6 +266,28 @@ def _check_run(state: dict[str, Any], item: str, run_id: str) -> dict[str, Any]:
     return run
 
 
+def _first_run(state: dict[str, Any], item: str, since: str) -> str | None:
+    """The earliest run, opened since `since`, of the item as the batch knows
+    it: rerunning an item until a run passes must not pick the verdict."""
+    entry = next(i for i in state["items"] if i["id"] == item)
+    path = Path(entry["path"]).resolve()
+    found = []
+    for run_id in runs.list_run_ids():
+        try:
+            run = runs.load(run_id)
+            target = run["target"]
+            if (
+                target.get("kind") == "file"
+                and Path(target["path"]).resolve() == path
+                and run["created"] >= since
+                and run["rounds"][0]["output_sha256"] == entry.get("sha256")
+            ):
+                found.append((run["created"], run_id))
+        except (InputError, KeyError, OSError, ValueError):
+            continue
+    return min(found)[1] if found else None
+
+
 def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
     """Record a finished run as the outcome of an item the batch is waiting for."""
     with batches.locked(batch_id) as state:
@@ -284,6 +308,13 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
         book = _book(state)
         wave = book.current()
         assert wave is not None
+        since = wave.get("screening_since") if step["step"] == "screen" else wave.get("drawn")
+        first = _first_run(state, item, since or state["created"])
+        if first is not None and first != run_id:
+            raise RefusedError(
+                f"run {first} of item '{item}' came first; the first run of an item counts "
+                f"(record it: santa batch record {batch_id} --item {item} --run {first})"
+            )
         outcome = batches.outcome_of_run(item, run_id)
         if step["step"] == "verify":
             if run["rubric_hash"] != state["rubric_hash"]:

@@ -171,11 +171,13 @@ def shell_problem(command: str) -> str | None:
             return "switches a run away from the reviewer hook"
     if ".santa/runs" in flat or (".santa" in flat and ("runs/" in flat or "state.json" in flat)):
         return "touches santa's run state directly"
-    if "batches/" in flat and (
-        re.search(r">\s*\S*batches/", command)
-        or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)
-    ):
-        return "touches santa's batch state directly"
+    if ".santa/batches" in flat or (".santa" in flat and "batches" in flat):
+        # Only the helper itself may name a batch's files (its printed
+        # `santa round start --spec .santa/batches/...` commands): one plain
+        # `santa` call, nothing chained, redirected or substituted.
+        plain = words and words[0].rsplit("/", 1)[-1] == "santa"
+        if not plain or re.search(r"[;&|<>`$\n]", command):
+            return "touches santa's batch state directly"
     if "log.jsonl" in flat and (
         re.search(r">\s*\S*log\.jsonl", command)
         or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)

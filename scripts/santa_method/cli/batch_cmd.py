@@ -21,14 +21,21 @@ criteria flagged at an item's first round). A criterion failing in at least
 --systemic-min sampled items (or --systemic-share of them) is a systemic
 pattern: every item not yet verified is screened for that one criterion by
 one reviewer, the fixer changes the items the screen flags (each change is
-logged), and a fresh sample that excludes verified items is verified. Any
-failure in a sample leads to a fresh one, up to --max-resamples.
+logged), and a fresh sample that excludes verified items is verified, up to
+--max-resamples. Failures in no pattern escalate: without a fix, a fresh
+sample would only retry the draw.
 
 ACCEPTED: the last sample had no failure (or every item was verified),
-every verified item shipped, every screen gave a usable answer; the plan's
-guarantee is stated with it. Otherwise ESCALATED. The report gives items
-reviewed, failures by criterion, the estimated defect rate with a 95 %
-interval, the guarantee, the cost and its share of verifying every item.
+every verified item shipped, every screen gave a usable answer and every
+item it flagged was fixed; the plan's guarantee is stated with it.
+Otherwise ESCALATED. The report gives items reviewed, failures by
+criterion, the defect rate as generated (first sample) and after fixes
+(last sample) with exact 95 % intervals, the guarantee, the seed, the cost
+and its share of verifying every item.
+
+--max-cost-usd: the first item (and the first screen) runs alone to learn
+what one costs; after that one starts only while the money left covers the
+dearest seen so far for it and for those in flight.
 
 Backends: anthropic (ANTHROPIC_API_KEY), claude (your Claude Code login),
 anthropic-batch (Message Batches: every review of a round in one batch,
@@ -220,7 +227,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _items(args: argparse.Namespace) -> list[Any]:
     from santa_method.cli.sample_cmd import read_items
-    from santa_method.state.batches import BatchItem, jsonl_text
+    from santa_method.state.batches import BatchItem, check_readable, jsonl_text
 
     found = []
     for item in read_items(args.items, args.strata):
@@ -231,6 +238,10 @@ def _items(args: argparse.Namespace) -> list[Any]:
             found.append(BatchItem(item.id, item.stratum, path=item.path))
     if not found:
         raise InputError("the batch is empty: the ITEMS hold no item")
+    skip = set(_exclusions(args))
+    for item in found:
+        if item.id not in skip:
+            check_readable(item)
     return found
 
 
@@ -411,6 +422,7 @@ def _print_readable(data: dict[str, Any]) -> None:
         f"{data['population']} items verified, {cost}\n"
     )
     out.write(f"guarantee: {data['guarantee']}\n")
+    out.write(f"seed: {data['seed']}\n")
     out.write(f"estimate: {data['estimate_statement']}\n")
     for criterion, items in data["failures_by_criterion"].items():
         systemic = " (systemic)" if criterion in data["systemic"] else ""
@@ -500,7 +512,10 @@ def _print_view(view: dict[str, Any], as_json: bool) -> None:
         r = view["recorded"]
         what = r.get("status") or r.get("result")
         out.write(f"recorded {r.get('item')}: {what}\n")
-    out.write(f"batch {view['batch_id']} ({view['status']}), {view['population']} items\n")
+    out.write(
+        f"batch {view['batch_id']} ({view['status']}), {view['population']} items, "
+        f"seed {view['seed']}\n"
+    )
     for wave in view["waves"]:
         out.write(
             f"sample {wave['number']}: {wave['statement']}; verified {wave['verified']} of "

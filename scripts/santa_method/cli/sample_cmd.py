@@ -264,7 +264,8 @@ def read_exclusions(path: str) -> list[str]:
         listed = data.get("items")
         if not isinstance(listed, list):
             raise InputError(f"exclusion file '{path}' is JSON without an \"items\" list")
-        return [str(x) for x in listed]
+        # `santa sample --json` lists ids; `santa batch --json` lists outcomes.
+        return [str(x["item"]) if isinstance(x, dict) and "item" in x else str(x) for x in listed]
     if isinstance(data, list):
         return [str(x) for x in data]
     lines = (line.strip() for line in text.splitlines())

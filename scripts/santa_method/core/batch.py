@@ -16,17 +16,21 @@ The rules, in order:
   criterion, and the fixer changes the items the screen flags.
 - A wave *passes* when none of its items failed. The batch is ACCEPTED when
   its last wave passed (or no unverified item is left), every verified item
-  shipped, and every screen came back usable and every item it flagged was
-  changed by the fixer; otherwise it draws a fresh
-  wave (excluding verified items) while re-samples are left, else it is
-  ESCALATED. Accepting after a clean wave is what the plan's guarantee
-  speaks about: a defect that common would have shown in that sample.
+  shipped, every screen came back usable and every item it flagged was
+  changed by the fixer. Accepting after a clean wave is what the plan's
+  guarantee speaks about: a defect that common would have shown in that
+  sample.
+- A wave that failed is followed by a fresh one (excluding verified items,
+  up to the re-sample cap) only after its systemic patterns were screened
+  and fixed: the batch changed, so a new sample tests the new batch.
+  Failures in no pattern change nothing, and drawing again until a sample
+  comes back clean would make the guarantee a lie; the batch is ESCALATED.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -130,13 +134,15 @@ def decide(
     resamples_left: int,
     min_items: int = DEFAULT_MIN_ITEMS,
     share: float | None = None,
+    screenable: Collection[str] | None = None,
 ) -> Decision:
     """The next step after a wave was verified (and screened, if `screened`).
 
     `all_outcomes` holds every verified item of every wave; `unscreened`
     counts items whose screen gave no usable answer, `unfixed` items a
     screen flagged that the fixer did not change; `unverified_left` the
-    items no wave has drawn yet.
+    items no wave has drawn yet; `screenable` the rubric's criteria (a flag
+    under `unspecified` names none a screen could check).
     """
     failed = [o for o in wave if o.failed]
     unshipped = [o.item for o in all_outcomes if o.status == "escalated"]
@@ -156,12 +162,26 @@ def decide(
             "the last sample passed" if not failed else "every item of the batch has been verified"
         )
         return Decision("accept", reasons=(why,))
-    patterns = systemic_criteria(wave, min_items=min_items, share=share)
+    patterns = [
+        c
+        for c in systemic_criteria(wave, min_items=min_items, share=share)
+        if screenable is None or c in screenable
+    ]
     if patterns and not screened:
         return Decision(
             "screen",
             criteria=tuple(patterns),
             reasons=(f"systemic pattern(s): {', '.join(patterns)}",),
+        )
+    if not screened:
+        # Nothing was changed in the batch, so a fresh sample would only retry
+        # the draw until one comes back clean, and its guarantee would overstate.
+        return Decision(
+            "escalate",
+            reasons=(
+                f"{len(failed)} of {len(wave)} sampled items failed, in no systemic pattern "
+                "the batch could screen and fix; a fresh sample would only retry the draw",
+            ),
         )
     if resamples_left <= 0:
         return Decision(

@@ -38,7 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -664,6 +664,72 @@ def wilson_interval(
     return (low, high)
 
 
+def _log_comb(a: int, b: int) -> float:
+    return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+
+
+def _tail(population: int, defective: int, sample: int, x: int, upper: bool) -> float:
+    """P(X >= x) (upper) or P(X <= x) for the defectives X in a sample without replacement."""
+    lo = max(0, sample - (population - defective))
+    hi = min(sample, defective)
+    ks = range(max(x, lo), hi + 1) if upper else range(lo, min(x, hi) + 1)
+    base = _log_comb(population, sample)
+    terms = [
+        _log_comb(defective, k) + _log_comb(population - defective, sample - k) - base for k in ks
+    ]
+    return math.fsum(math.exp(t) for t in terms)
+
+
+def hypergeometric_interval(
+    defects: int, n: int, population: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Exact interval for the share of defective items in the population.
+
+    Why exact (the hypergeometric analogue of Clopper-Pearson): the counts
+    here are small and often 0, where score intervals cover less than they
+    say, and the sample is drawn without replacement from a known N. The
+    bounds are defect counts D: the smallest D with P(X >= x | D) above
+    (1 - C)/2 and the largest with P(X <= x | D) above it, as shares of N;
+    so the interval covers the true share with probability at least C.
+    """
+    _check_count(defects, "defects")
+    _check_count(n, "n")
+    _check_count(population, "population")
+    _check_fraction(confidence, "confidence", closed_top=False)
+    if defects > n or n > population:
+        raise ValueError("need defects <= n <= population")
+    if n == 0:
+        return (0.0, 1.0)
+    alpha = (1 - confidence) / 2
+    most = population - (n - defects)  # the sample's passing items are not defective
+
+    def first(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+        """The smallest D in [lo, hi] with ok(D), ok being monotone (False..True)."""
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    low = 0
+    if defects > 0:
+        low = first(defects, most, lambda d: _tail(population, d, n, defects, True) > alpha)
+    high = most
+    if defects < n:
+        # The first D whose lower tail drops to alpha or below, minus one.
+        high = (
+            first(
+                defects,
+                most + 1,
+                lambda d: d > most or _tail(population, d, n, defects, False) <= alpha,
+            )
+            - 1
+        )
+    return (low / population, max(high, low) / population)
+
+
 @dataclass(frozen=True)
 class RateEstimate:
     """The batch's estimated defect rate from its sample, for the batch report."""
@@ -675,7 +741,7 @@ class RateEstimate:
     low: float
     high: float
     confidence: float
-    method: str = "wilson-score with finite population correction"
+    method: str = "exact (hypergeometric)"
 
     def statement(self) -> str:
         level = _percent(self.confidence)
@@ -700,7 +766,7 @@ class RateEstimate:
 def estimate_defect_rate(
     defects: int, sampled: int, population: int, confidence: float = 0.95
 ) -> RateEstimate:
-    """Share of sampled items that failed, with a finite-population Wilson interval."""
-    low, high = wilson_interval(defects, sampled, confidence, population=population)
+    """Share of sampled items that failed, with an exact hypergeometric interval."""
+    low, high = hypergeometric_interval(defects, sampled, population, confidence)
     rate = defects / sampled if sampled else 0.0
     return RateEstimate(defects, sampled, population, rate, low, high, confidence)

@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -78,6 +78,10 @@ class BatchResult:
 
     def to_json(self) -> dict[str, Any]:
         return self.data
+
+
+def _usd(value: float) -> str:
+    return f"${value:.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def _digest(*parts: str) -> str:
@@ -187,7 +191,9 @@ class _Batch:
                 self.probes[kind] = asyncio.Event()
             else:
                 await probe.wait()
-        estimate = sum(known) / len(known) if known else 0.0
+        # The dearest one seen so far: an item that fails costs a fix and a
+        # round more than one that passes, and the budget must hold for both.
+        estimate = max(known) if known else 0.0
         spent = self.state["cost_usd"]
         if spent is None:
             self.stop_reason = "the cost of a call is unknown, so the budget cannot be kept"
@@ -195,8 +201,9 @@ class _Batch:
         if spent + self.reserved + estimate > budget or spent + self.reserved >= budget:
             what = "items" if kind == "item" else "screens"
             self.stop_reason = (
-                f"the budget of ${budget:.2f} cannot pay for more {what} "
-                f"(spent ${spent:.4f}; one costs about ${estimate:.4f})"
+                f"the budget of {_usd(budget)} cannot pay for more {what} "
+                f"(spent {_usd(spent)}, {_usd(self.reserved)} more in flight; "
+                f"one costs up to {_usd(estimate)})"
             )
             return None
         self.reserved += estimate
@@ -469,7 +476,11 @@ def _leaves(group: BaseExceptionGroup) -> Any:
             yield error
 
 
-def _check_items(items: Sequence[BatchItem | os.PathLike[str]]) -> list[BatchItem]:
+def _check_items(
+    items: Sequence[BatchItem | os.PathLike[str]], skip: Collection[str] = ()
+) -> list[BatchItem]:
+    """Items as BatchItems, every one that will be verified readable now
+    (a binary file found half-way through a batch would strand it)."""
     found: list[BatchItem] = []
     for item in items:
         if isinstance(item, BatchItem):
@@ -486,8 +497,8 @@ def _check_items(items: Sequence[BatchItem | os.PathLike[str]]) -> list[BatchIte
     for item in found:
         if item.path is None and item.text is None:
             raise InputError(f"item '{item.id}' has neither a file nor a text")
-        if item.path is not None and not Path(item.path).is_file():
-            raise InputError(f"cannot read item '{item.id}': no such file")
+        if item.path is not None and item.id not in skip:
+            batches.check_readable(item)
     return found
 
 
@@ -531,7 +542,7 @@ async def verify_batch(
     from santa_method.core.rubric import load_rubric
     from santa_method.state.paths import project_root, project_rubrics_dir
 
-    checked = _check_items(items)
+    checked = _check_items(items, skip=set(exclude))
     if isinstance(max_resamples, bool) or max_resamples < 0:
         raise InputError("max_resamples must be a whole number of at least 0")
     if max_cost_usd is not None and max_cost_usd <= 0:
@@ -620,6 +631,7 @@ async def verify_batch(
             mode="headless",
             fingerprint_=fingerprint,
         )
+        batches.first_draw(state, ItemStore(state, checked, field_name))
     folder = batches.batch_dir(state["id"])
     owned = isinstance(backend, str)
     if backend == "anthropic-batch":

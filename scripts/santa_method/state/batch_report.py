@@ -26,6 +26,7 @@ def to_markdown(data: dict[str, Any]) -> str:
         f"- Items in the batch: {data['population']}; verified with the full loop: "
         f"{data['reviewed']}",
         f"- Guarantee: {data['guarantee']}",
+        f"- Seed: {data.get('seed')} (the same seed and items draw the same samples)",
         f"- Estimate: {data['estimate_statement']}",
         f"- Cost: {_money(data['cost_usd'])}"
         + (

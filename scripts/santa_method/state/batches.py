@@ -269,6 +269,33 @@ class ItemStore:
         return str(path)
 
 
+def check_readable(item: BatchItem) -> None:
+    """A file item must be UTF-8 text: say so before any money is spent."""
+    if item.path is None:
+        return
+    try:
+        Path(item.path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"cannot read item '{item.id}': no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        raise InputError(
+            f"cannot verify item '{item.id}': {reason}; leave it out with --exclude"
+        ) from None
+
+
+def first_draw(state: dict[str, Any], store: ItemStore) -> dict[str, Any]:
+    """Draw a new batch's first sample; a plan that cannot be drawn removes
+    the batch again rather than leave an open batch behind."""
+    import shutil
+
+    try:
+        return Book(state, store).draw()
+    except BaseException:
+        shutil.rmtree(batch_dir(state["id"]), ignore_errors=True)
+        raise
+
+
 def jsonl_text(record: Mapping[str, Any], field: str, item_id: str) -> str:
     """The text under review of a JSONL item: its `field`, which must be a string."""
     value = record.get(field)
@@ -384,6 +411,7 @@ class Book:
             raise InputError("every item is excluded; there is nothing to verify")
         wave = {
             "number": number,
+            "drawn": runlog.now_iso(),
             "plan": plan.to_json(),
             "items": list(plan.items),
             "outcomes": {},
@@ -436,6 +464,7 @@ class Book:
             resamples_left=self.options["max_resamples"] - (len(self.waves) - 1),
             min_items=self.options["systemic_min"],
             share=self.options["systemic_share"],
+            screenable={c["id"] for c in self.options["rubric"]["criteria"]},
         )
 
     def conclude(self, wave: dict[str, Any], decision: rules.Decision) -> None:
@@ -501,6 +530,7 @@ class Book:
             "estimate_after_fixes": last_rate.to_json() if last_rate is not None else None,
             "estimate_statement": statement,
             "guarantee": guarantee,
+            "seed": self.state["seed"],
             "cost_usd": self.state.get("cost_usd"),
             "cost_relative_to_all": rules.cost_relative_to_all(
                 self.state.get("cost_usd"), outcomes, self.population()
