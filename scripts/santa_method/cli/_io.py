@@ -9,7 +9,7 @@ from typing import Any
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_text
 
-__all__ = ["print_json", "read_text", "split_labels"]
+__all__ = ["models_option", "print_json", "read_text", "split_labels"]
 
 
 def print_json(data: Any) -> None:
@@ -23,3 +23,13 @@ def split_labels(text: str | None) -> list[str] | None:
     if len(set(labels)) != len(labels):
         raise InputError("--labels must not repeat a label")
     return labels
+
+
+def models_option(text: str | None, configured: Any) -> list[str] | None:
+    """`--models M1,M2`, else the config's list (a per-label mapping is for runs inside Claude Code)."""
+    if text is not None:
+        models = [m.strip() for m in text.split(",") if m.strip()]
+        if not models:
+            raise InputError("--models needs at least one model name")
+        return models
+    return list(configured) if isinstance(configured, tuple) else None

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from santa_method.cli import _Parser
-from santa_method.cli._io import print_json, read_text
+from santa_method.cli._io import models_option, print_json, read_text
 from santa_method.cli.sample_cmd import _count, add_sampling_arguments, check_sampling_arguments
 from santa_method.core.errors import BackendError, InputError
 
@@ -345,13 +345,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check(args)
     config = load_config(project_root())
-    models = None
-    if args.models is not None:
-        models = [m.strip() for m in args.models.split(",") if m.strip()]
-        if not models:
-            raise InputError("--models needs at least one model name")
-    elif isinstance(config.models, tuple):
-        models = list(config.models)
+    models = models_option(args.models, config.models)
     for flag, value in (("--max-cost-usd", args.max_cost_usd), ("--timeout", args.timeout)):
         if value is not None and value <= 0:
             raise InputError(f"{flag} must be positive")

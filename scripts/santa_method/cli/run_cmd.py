@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from santa_method.cli._io import print_json, read_text
+from santa_method.cli._io import models_option, print_json, read_text
 from santa_method.core.errors import InputError
 
 DESCRIPTION = """\
@@ -151,13 +151,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read output '{args.against}': no such file")
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
-    models = None
-    if args.models is not None:
-        models = [m.strip() for m in args.models.split(",") if m.strip()]
-        if not models:
-            raise InputError("--models needs at least one model name")
-    elif isinstance(config.models, tuple):
-        models = list(config.models)
+    models = models_option(args.models, config.models)
     if args.max_cost_usd is not None and args.max_cost_usd <= 0:
         raise InputError("--max-cost-usd must be positive")
     if args.timeout is not None and args.timeout <= 0:

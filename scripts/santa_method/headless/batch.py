@@ -31,11 +31,11 @@ from typing import Any, Literal
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
-from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
-from santa_method.headless.loop import resolve_backend, review_once, verify
+from santa_method.headless.loop import first_error, resolve_backend, review_once, verify
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
 
@@ -239,8 +239,7 @@ class _Batch:
                 for job in jobs:
                     group.create_task(limited(job))
         except BaseExceptionGroup as group:
-            errors = list(_leaves(group))
-            raise next((e for e in errors if isinstance(e, BackendError)), errors[0]) from None
+            raise first_error(group) from None
 
     async def verify_wave(self, wave: dict[str, Any]) -> None:
         todo = [i for i in wave["items"] if i not in wave["outcomes"]]
@@ -466,14 +465,6 @@ class _Batch:
         data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
         self.emit("batch_done", verdict=data["verdict"], report=data["report"])
         return BatchResult(data)
-
-
-def _leaves(group: BaseExceptionGroup) -> Any:
-    for error in group.exceptions:
-        if isinstance(error, BaseExceptionGroup):
-            yield from _leaves(error)
-        else:
-            yield error
 
 
 def _check_items(

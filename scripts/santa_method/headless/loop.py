@@ -362,10 +362,8 @@ class _Run:
                 else:
                     tasks = [group.create_task(slot(label)) for label in labels]
         except BaseExceptionGroup as group:
-            # One failed reviewer cancels the others; surface its own error
-            # (a BackendError first) rather than the group.
-            errors = list(_leaves(group))
-            raise next((e for e in errors if isinstance(e, BackendError)), errors[0]) from None
+            # One failed reviewer cancels the others; surface its own error.
+            raise first_error(group) from None
         return [t.result() for t in tasks]
 
 
@@ -397,6 +395,13 @@ async def review_once(
         label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
     )
     return result, record
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error to report from a task group: a BackendError first (it has
+    the sentence a person acts on), else the first one raised."""
+    errors = list(_leaves(group))
+    return next((e for e in errors if isinstance(e, BackendError)), errors[0])
 
 
 def _leaves(group: BaseExceptionGroup) -> Any:
