@@ -541,3 +541,25 @@ def test_an_earlier_batch_json_excludes_its_items(stub_server, project, monkeypa
     again = json.loads(capsys.readouterr().out)
     assert again["population"] == 40 - len(done)
     assert not done & {o["item"] for o in again["items"]}
+
+
+def test_progress_bar_on_a_terminal_counts_items_and_screens(monkeypatch):
+    from rich.console import Console
+
+    from santa_method.cli.batch_cmd import _Progress
+
+    monkeypatch.setattr(Console, "is_terminal", property(lambda self: True))
+    progress = _Progress(quiet=False)
+    assert progress.bar is not None
+    bar = progress.bar
+    progress("batch_start", {"batch_id": "b", "population": 10, "backend": "x", "resumed": False})
+    progress("wave_start", {"number": 1, "statement": "3 of 10", "n": 3, "done": 1})
+    for name in ("a", "b"):
+        progress("item_done", {"item": name, "status": "passed", "criteria": [], "rounds": 1})
+    progress("screen_start", {"criterion": "completeness", "items": 7, "done": 0})
+    progress("screened", {"item": "c", "criterion": "completeness", "result": "clean"})
+    sample, screen = bar.tasks
+    assert (sample.completed, sample.total) == (3, 3)
+    assert (screen.completed, screen.total) == (1, 7)
+    progress("batch_done", {"verdict": "ACCEPTED", "report": "r"})
+    assert progress.bar is None
