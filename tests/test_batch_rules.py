@@ -64,7 +64,7 @@ def test_a_clean_wave_is_accepted():
 def test_a_systemic_pattern_is_screened_first_then_resampled():
     first = _decide(WAVE)
     assert (first.step, first.criteria) == ("screen", ("completeness",))
-    assert _decide(WAVE, screened=True).step == "resample"
+    assert _decide(WAVE, screened=True, screen_fixes=1).step == "resample"
 
 
 def test_failures_in_no_pattern_escalate_rather_than_redraw():
@@ -74,10 +74,15 @@ def test_failures_in_no_pattern_escalate_rather_than_redraw():
     assert decision.step == "escalate" and "only retry the draw" in decision.reasons[0]
 
 
-def test_after_a_screen_a_fresh_sample_while_resamples_are_left():
-    assert _decide(WAVE, screened=True, resamples_left=1).step == "resample"
-    decision = _decide(WAVE, screened=True, resamples_left=0)
+def test_after_a_screen_that_fixed_items_a_fresh_sample_while_resamples_are_left():
+    assert _decide(WAVE, screened=True, screen_fixes=3, resamples_left=1).step == "resample"
+    decision = _decide(WAVE, screened=True, screen_fixes=3, resamples_left=0)
     assert decision.step == "escalate" and "no re-sample is left" in decision.reasons[0]
+
+
+def test_screens_that_changed_nothing_do_not_earn_a_fresh_sample():
+    decision = _decide(WAVE, screened=True, screen_fixes=0)
+    assert decision.step == "escalate" and "changed no item" in decision.reasons[0]
 
 
 def test_a_pattern_of_unspecified_flags_is_not_screened():

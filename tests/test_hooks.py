@@ -684,3 +684,24 @@ def test_a_crashing_stop_hook_leaves_other_agents_alone(tmp_path: Path) -> None:
         [sys.executable, "-c", code], input=payload, capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "bash -c 'unset CLAUDECODE CLAUDE_CODE_ENTRYPOINT; santa batch record b --item x --run y'",
+        "eval unset CLAUDECODE",
+        "sh -c \"sh -c 'CLAUDECODE= santa round start --source files'\"",
+        "/bin/bash -lc 'santa round start --source files --against x'",
+    ],
+)
+def test_a_command_handed_to_another_shell_is_read_too(command: str) -> None:
+    from santa_method.claude_code.hooks import shell_problem
+
+    assert shell_problem(command) is not None
+
+
+def test_a_harmless_nested_shell_is_allowed() -> None:
+    from santa_method.claude_code.hooks import shell_problem
+
+    assert shell_problem("bash -c 'echo hello; ls'") is None

@@ -308,6 +308,17 @@ def test_errored_twice_is_a_backend_error(stub_server, tmp_path):
     assert len(batch_creates(server)) == 2
 
 
+def test_a_resumed_process_tries_a_twice_errored_request_again(stub_server, tmp_path):
+    """Failures stored by an earlier process do not make --resume fail forever."""
+    server = stub_server({REVIEWER: [Error(500), Error(529), pass_reply()]})
+    state = tmp_path / "state.json"
+    with pytest.raises(BackendError, match="failed twice"):
+        run_reviews(make(server, state), review_request("a", "B", "abc123"))
+    [reply] = run_reviews(make(server, state), review_request("a", "B", "abc123"))
+    assert canary_in(reply) == "abc123"
+    assert len(batch_creates(server)) == 3
+
+
 def test_an_invalid_request_is_not_sent_again(stub_server, tmp_path):
     server = stub_server({REVIEWER: [Error(400, message="schema too complex"), pass_reply()]})
     with pytest.raises(BackendError, match="schema too complex"):

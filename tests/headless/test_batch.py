@@ -361,16 +361,14 @@ def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(st
     assert {o.run_id for o in result.outcomes} == set(running.values())
 
 
-def test_an_empty_item_is_escalated_and_the_others_still_verified(stub_server, project):
+def test_an_empty_item_is_refused_before_any_batch(stub_server, project):
     server = stub_server(SCRIPT)
-    values = items_of(["", *texts(3, set())[1:]])
-    result = run_batch(server, values)
-    data = result.to_json()
-    empty = next(o for o in data["items"] if o["item"] == "item-0000")
-    assert empty["status"] == "escalated" and "empty" in empty["reason"]
-    assert {o["status"] for o in data["items"] if o["item"] != "item-0000"} == {"passed"}
-    assert result.verdict == "ESCALATED"
-    assert any("did not ship" in r for r in data["reasons"])
+    values = items_of(["  \n", *texts(3, set())[1:]])
+    with pytest.raises(InputError, match="'item-0000' is empty"):
+        run_batch(server, values)
+    assert batches.list_ids() == [] and server.requests == []
+    result = run_batch(server, values, exclude=["item-0000"])
+    assert result.verdict == "ACCEPTED" and result.to_json()["population"] == 2
 
 
 @pytest.mark.parametrize(

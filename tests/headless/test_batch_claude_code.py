@@ -304,3 +304,77 @@ def test_the_first_run_of_an_item_counts_not_a_later_retry(stub_server, project,
     assert code == 1 and f"run {first} of item" in answer["err"]
     code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", first)
     assert code == 0 and view["next"]["verdict"] == "ACCEPTED"
+
+
+def test_a_hand_edited_verdict_does_not_hold_up(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    batch_id, item, _ = _one_item_plan(project, capsys, texts(1, {0})[0])
+    state_file = batches.batch_dir(batch_id) / "state.json"
+    forged = json.loads(state_file.read_text())
+    forged.update(status="accepted", verdict="ACCEPTED")
+    state_file.write_text(json.dumps(forged))
+    code, view = santa(capsys, "batch", "status", batch_id)
+    assert code == 1 and view["next"]["verdict"] == "ESCALATED"
+    assert "never verified" in " ".join(view["next"]["problems"])
+    # A recorded outcome its run contradicts does not hold up either.
+    forged.update(status="open", verdict=None)
+    state_file.write_text(json.dumps(forged))
+    run_id = run_item(server, item)  # the item fails round 1, is fixed, ships
+    code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", run_id)
+    assert code == 0 and view["next"]["verdict"] == "ACCEPTED"
+    forged = json.loads(state_file.read_text())
+    forged["waves"][0]["outcomes"][item["id"]]["criteria"] = []
+    state_file.write_text(json.dumps(forged))
+    code, view = santa(capsys, "batch", "status", batch_id)
+    assert code == 1 and "says otherwise" in " ".join(view["next"]["problems"])
+
+
+def test_a_stray_run_with_another_spec_does_not_block_the_item(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    batch_id, item, path = _one_item_plan(project, capsys, texts(1, set())[0])
+    verify_sync(
+        "Another spec.",
+        path,
+        in_place=True,
+        backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+    )
+    run_id = run_item(server, item)
+    code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", run_id)
+    assert code == 0 and view["next"]["verdict"] == "ACCEPTED"
+
+
+def test_two_systemic_criteria_are_screened_one_after_the_other(stub_server, project, capsys):
+    server = stub_server(SCRIPT)
+    both = [
+        f"Summary {i}.\n"
+        + ("BAD-completeness gap.\nBAD-compliance breach.\n" if i % 2 == 0 else "Fine.\n")
+        for i in range(14)
+    ]
+    items = jsonl(project / "items.jsonl", both)
+    code, view = santa(
+        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "3", "--rate", "0.4"
+    )
+    assert code == 0
+    done = drive(server, capsys, view)
+    state = batches.load(done["batch_id"])
+    assert state["waves"][0]["screening"] == ["completeness", "compliance"]
+    assert set(state["waves"][0]["screens"]) == {"completeness", "compliance"}
+    assert done["next"]["step"] == "done"
+
+
+def test_an_interruption_before_the_verdict_is_recovered_by_status(
+    stub_server, project, capsys, monkeypatch
+):
+    server = stub_server(SCRIPT)
+    batch_id, item, _ = _one_item_plan(project, capsys, texts(1, set())[0])
+    run_id = run_item(server, item)
+    finish = batches.Book.finish
+    monkeypatch.setattr(
+        batches.Book, "finish", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
+    assert main(["batch", "record", batch_id, "--item", item["id"], "--run", run_id]) == 130
+    assert batches.load(batch_id)["status"] == "open"  # decided, verdict never written
+    capsys.readouterr()
+    monkeypatch.setattr(batches.Book, "finish", finish)
+    code, view = santa(capsys, "batch", "status", batch_id)
+    assert code == 0 and view["next"]["verdict"] == "ACCEPTED"

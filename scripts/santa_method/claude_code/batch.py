@@ -24,7 +24,6 @@ from santa_method.core import batch as rules
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.types import Rubric
 from santa_method.state import batches, runs
-from santa_method.state import log as runlog
 from santa_method.state.batches import BatchItem, Book, ItemStore
 from santa_method.state.paths import ensure_santa_dir
 
@@ -104,14 +103,21 @@ def next_step(state: dict[str, Any]) -> dict[str, Any]:
     """What the orchestrator does next, with the exact commands."""
     if state["status"] != "open":
         folder = batches.batch_dir(state["id"])
-        return {
+        done = {
             "step": "done",
             "verdict": state.get("verdict"),
             "report": str(folder / "report.md"),
         }
+        problems = _book(state).audit()
+        if problems:  # a verdict its own runs do not back is no verdict
+            done.update(verdict="ESCALATED", problems=problems)
+        return done
+    if state.get("mode") != "claude-code":
+        return {"step": "resume", "hint": "run the same `santa batch` command with --resume"}
     book = _book(state)
     wave = book.current()
-    assert wave is not None
+    if wave is None:
+        return {"step": "decide"}
     pending = [i for i in wave["items"] if i not in wave["outcomes"]]
     if pending:
         return {
@@ -183,10 +189,6 @@ def _screen_rubric(state: dict[str, Any], criterion: str) -> dict[str, str]:
 def _advance(book: Book) -> None:
     """Apply the rules once every item of the current step is recorded."""
     state = book.state
-    concluded = book.concluded()
-    if concluded is not None:  # a decision whose verdict was never written
-        book.finish(concluded, tokens=None, warnings=[])
-        return
     while state["status"] == "open":
         wave = book.current()
         assert wave is not None
@@ -198,7 +200,6 @@ def _advance(book: Book) -> None:
                 for criterion in decision.criteria:
                     state["screen_rubrics"][criterion] = _screen_rubric(state, criterion)
                 wave["screening"] = list(decision.criteria)
-                wave["screening_since"] = runlog.now_iso()
                 book.save()
             if next_step(state)["step"] == "screen":
                 return
@@ -266,9 +267,10 @@ def _check_run(state: dict[str, Any], item: str, run_id: str) -> dict[str, Any]:
     return run
 
 
-def _first_run(state: dict[str, Any], item: str, since: str) -> str | None:
-    """The earliest run, opened since `since`, of the item as the batch knows
-    it: rerunning an item until a run passes must not pick the verdict."""
+def _first_run(state: dict[str, Any], item: str, rubric_hash: str) -> str | None:
+    """The earliest run since the batch began of the item as the batch knows
+    it, with the batch's spec and this step's rubric: rerunning an item until
+    a run passes (before its draw or after) must not pick the verdict."""
     entry = next(i for i in state["items"] if i["id"] == item)
     path = Path(entry["path"]).resolve()
     found = []
@@ -279,7 +281,9 @@ def _first_run(state: dict[str, Any], item: str, since: str) -> str | None:
             if (
                 target.get("kind") == "file"
                 and Path(target["path"]).resolve() == path
-                and run["created"] >= since
+                and run["created"] >= state["created"]
+                and run["spec_sha256"] == state["spec_sha256"]
+                and run["rubric_hash"] == rubric_hash
                 and run["rounds"][0]["output_sha256"] == entry.get("sha256")
             ):
                 found.append((run["created"], run_id))
@@ -293,6 +297,7 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
     with batches.locked(batch_id) as state:
         if state.get("mode") != "claude-code":
             raise InputError(f"batch {batch_id} is run by `santa batch`, not recorded by hand")
+        _recover(state)
         if state["status"] != "open":
             raise RefusedError(f"batch {batch_id} is finished ({state['status']})")
         if item not in {i["id"] for i in state["items"]}:
@@ -308,8 +313,12 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
         book = _book(state)
         wave = book.current()
         assert wave is not None
-        since = wave.get("screening_since") if step["step"] == "screen" else wave.get("drawn")
-        first = _first_run(state, item, since or state["created"])
+        rubric = (
+            state["screen_rubrics"][step["criterion"]]["hash"]
+            if step["step"] == "screen"
+            else state["rubric_hash"]
+        )
+        first = _first_run(state, item, rubric)
         if first is not None and first != run_id:
             raise RefusedError(
                 f"run {first} of item '{item}' came first; the first run of an item counts "
@@ -354,12 +363,24 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
     return answer
 
 
+def _recover(state: dict[str, Any]) -> None:
+    """Write the verdict of a batch whose last decision ended it but whose
+    verdict was never written (an interruption between the two)."""
+    book = _book(state)
+    concluded = book.concluded()
+    if concluded is not None:
+        book.finish(concluded, tokens=None, warnings=[])
+
+
 def status(batch_id: str | None) -> dict[str, Any]:
     if batch_id is None:
         found = [b for b in batches.list_ids() if batches.load(b).get("mode") == "claude-code"]
         if not found:
             raise InputError("there is no batch yet; start one with `santa batch plan`")
         batch_id = found[-1]
+    if batches.load(batch_id).get("mode") == "claude-code":
+        with batches.locked(batch_id) as state:
+            _recover(state)
     return view(batches.load(batch_id))
 
 

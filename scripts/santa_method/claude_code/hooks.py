@@ -137,7 +137,10 @@ def _tokens(command: str) -> list[str]:
         return command.split()
 
 
-def shell_problem(command: str) -> str | None:
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
+
+
+def shell_problem(command: str, _depth: int = 0) -> str | None:
     """What a shell command would do to bypass the loop, or None.
 
     This stops the shortcuts a model takes (calling our hooks, hiding
@@ -147,6 +150,18 @@ def shell_problem(command: str) -> str | None:
     """
     words = _tokens(command)
     flat = " ".join(words)
+    for i, word in enumerate(words):
+        # A command handed to another shell is read the same way.
+        base = word.rsplit("/", 1)[-1]
+        inner = None
+        if base in _SHELLS and i + 2 < len(words) and words[i + 1] in ("-c", "-lc", "-ic"):
+            inner = words[i + 2]
+        elif base == "eval" and i + 1 < len(words):
+            inner = " ".join(words[i + 1 :])
+        if inner is not None and _depth < 4:
+            problem = shell_problem(inner, _depth + 1)
+            if problem:
+                return problem
     for i, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
         if word in HOOK_NAMES or base == "santa-hook":

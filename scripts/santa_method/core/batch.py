@@ -131,6 +131,7 @@ def decide(
     unscreened: int,
     unverified_left: int,
     unfixed: int = 0,
+    screen_fixes: int = 0,
     resamples_left: int,
     min_items: int = DEFAULT_MIN_ITEMS,
     share: float | None = None,
@@ -142,7 +143,8 @@ def decide(
     counts items whose screen gave no usable answer, `unfixed` items a
     screen flagged that the fixer did not change; `unverified_left` the
     items no wave has drawn yet; `screenable` the rubric's criteria (a flag
-    under `unspecified` names none a screen could check).
+    under `unspecified` names none a screen could check); `screen_fixes`
+    the items this wave's screens had fixed.
     """
     failed = [o for o in wave if o.failed]
     unshipped = [o.item for o in all_outcomes if o.status == "escalated"]
@@ -181,6 +183,15 @@ def decide(
             reasons=(
                 f"{len(failed)} of {len(wave)} sampled items failed, in no systemic pattern "
                 "the batch could screen and fix; a fresh sample would only retry the draw",
+            ),
+        )
+    if screen_fixes == 0:
+        return Decision(
+            "escalate",
+            criteria=tuple(patterns),
+            reasons=(
+                f"{len(failed)} of {len(wave)} sampled items failed and the screens changed "
+                "no item; a fresh sample would only retry the draw",
             ),
         )
     if resamples_left <= 0:

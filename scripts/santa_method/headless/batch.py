@@ -36,7 +36,7 @@ from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
 from santa_method.headless.loop import first_error, resolve_backend, review_once, verify
-from santa_method.state import batches
+from santa_method.state import batches, runs
 from santa_method.state.batches import BatchItem, ItemStore
 
 EventHook = Callable[[str, dict[str, Any]], None]
@@ -185,12 +185,13 @@ class _Batch:
         if budget is None:
             return 0.0
         known = self.costs[kind]
-        if not known:
+        while not known:
             probe = self.probes.get(kind)
-            if probe is None:
+            if probe is None or probe.is_set():
+                # This job is the probe (again, if an earlier one learned nothing).
                 self.probes[kind] = asyncio.Event()
-            else:
-                await probe.wait()
+                break
+            await probe.wait()
         # The dearest one seen so far: an item that fails costs a fix and a
         # round more than one that passes, and the budget must hold for both.
         estimate = max(known) if known else 0.0
@@ -212,7 +213,7 @@ class _Batch:
     def settle(self, kind: str, estimate: float, cost: float | None) -> None:
         """Release a job's reservation and learn from what it cost."""
         self.reserved -= estimate
-        if cost is not None:
+        if cost:  # a job that cost nothing (refused) teaches nothing about the next
             self.costs[kind].append(cost)
         probe = self.probes.get(kind)
         if probe is not None:
@@ -272,6 +273,10 @@ class _Batch:
                 self.save()
 
         self.emit("item_start", item=item)
+        if resume_run and runs.load(resume_run)["status"] != "open":
+            # The run ended before the batch saved its outcome: take it as it is.
+            run = runs.load(resume_run)
+            return self._record(wave, item, text, resume_run, Tokens(), run["status"] == "shipped")
         try:
             result = await self._verify(item, text, resume_run, left, seen)
         except RefusedError as exc:
@@ -283,20 +288,37 @@ class _Batch:
             batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
             self.emit("item_done", **outcome.to_json())
             return 0.0
-        # From the run's state and log, not from this process's view of it: a
-        # resumed run's first round (and its cost) happened in another process.
-        outcome = batches.outcome_of_run(item, result.run_id)
-        self.spend(result.tokens, outcome.cost_usd)
-        if result.verdict == "NICE" and result.output != text:
-            where = self.store.write(item, result.output)
+        return self._record(
+            wave, item, text, result.run_id, result.tokens, result.verdict == "NICE"
+        )
+
+    def _record(
+        self,
+        wave: dict[str, Any],
+        item: str,
+        text: str,
+        run_id: str,
+        tokens: Tokens,
+        shipped: bool,
+    ) -> float | None:
+        """Save a finished run as the item's outcome, and its fixed output.
+
+        From the run's state and log, not from this process's view of it: a
+        resumed run's first round (and its cost) happened in another process.
+        """
+        outcome = batches.outcome_of_run(item, run_id)
+        self.spend(tokens, outcome.cost_usd)
+        output = Path(runs.load(run_id)["target"]["path"]).read_text(encoding="utf-8")
+        if shipped and output != text:
+            where = self.store.write(item, output)
             batches.event(
                 self.batch_id,
                 "fix",
                 item=item,
                 via="run",
-                run_id=result.run_id,
+                run_id=run_id,
                 before_sha256=_digest(text),
-                after_sha256=_digest(result.output),
+                after_sha256=_digest(output),
                 path=where,
             )
         wave["outcomes"][item] = outcome.to_json()
@@ -488,7 +510,7 @@ def _check_items(
     for item in found:
         if item.path is None and item.text is None:
             raise InputError(f"item '{item.id}' has neither a file nor a text")
-        if item.path is not None and item.id not in skip:
+        if item.id not in skip:
             batches.check_readable(item)
     return found
 

@@ -532,6 +532,10 @@ async def verify(
     if resume_run:
         working = Path(runs.load(resume_run)["target"]["path"])
         opened = await _resume_point(run, resume_run, working)
+        if opened == "shipped":
+            return _result(run, resume_run, "NICE", working, None, [])
+        if opened == "escalated":
+            return _escalated(run, resume_run, working, None, ["the resumed run was refused"])
         if opened is None:
             _escalate_quietly(resume_run, "interrupted; verified again in a new run")
     if opened is not None:
@@ -746,14 +750,23 @@ async def _resume_point(run: _Run, run_id: str, working: Path) -> Any:
         return opened
     state = runs.load(run_id)
     last = state.get("last_gate")
-    if state["status"] != "open" or not last or last["next"] not in ("fix", "rereview"):
+    if state["status"] != "open" or not last:
+        return None
+    if last["next"] == "ship":  # the gate said NICE; only the ship record is missing
+        runs.log_event(run_id, "ship", data={"backend": run.backend.name, "resumed": True})
+        return "shipped"
+    if last["next"] not in ("fix", "rereview"):
         return None
     fixed = any(f["after_round"] == last["round"] for f in state["fixes"])
     if last["next"] == "fix" and not fixed and state.get("fixer"):
         current = state["rounds"][-1]
         output = (Path(current["assignment"]).parent / "output.txt").read_text(encoding="utf-8")
         await _fix(run, run_id, last["round"], state["fixer"]["assignment"], output, working)
-    return runs.next_round(run_id)
+    try:
+        return runs.next_round(run_id)
+    except RefusedError as exc:
+        runs.log_event(run_id, "escalate", data={"reason": str(exc)})
+        return "escalated"
 
 
 def _escalated(

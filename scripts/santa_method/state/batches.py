@@ -101,7 +101,17 @@ def open_batch(
         "fingerprint": fingerprint_,
         "seed": seed,
         "options": options,
-        "items": [i.to_json() for i in items],
+        # What each item holds now: a run counts only for this content, and an
+        # item changed behind the batch's back blocks acceptance.
+        "items": [
+            {
+                **i.to_json(),
+                "sha256": None
+                if i.id in set(options.get("exclude") or ())
+                else runs.sha256(item_text(i)),
+            }
+            for i in items
+        ],
         "spec_sha256": runs.sha256(spec),
         "waves": [],
         "cost_usd": 0.0,
@@ -242,6 +252,7 @@ class ItemStore:
     def write(self, item_id: str, text: str) -> str:
         """Store a new text for the item; returns where it is."""
         item = self.items[item_id]
+        self.known(item_id, text)
         if item.path is not None and self.in_place:
             Path(item.path).write_text(text, encoding="utf-8")
             return item.path
@@ -251,6 +262,25 @@ class ItemStore:
         path.write_text(text, encoding="utf-8")
         self.state["changed"][item_id] = str(path)
         return str(path)
+
+    def known(self, item_id: str, text: str) -> None:
+        """The batch changed the item itself: this is its content now."""
+        for entry in self.state["items"]:
+            if entry["id"] == item_id:
+                entry["sha256"] = runs.sha256(text)
+
+    def drifted(self, ids: Sequence[str]) -> list[str]:
+        """Items whose content is not what the batch last knew (edited behind its back)."""
+        found = []
+        known = {e["id"]: e.get("sha256") for e in self.state["items"]}
+        for item_id in ids:
+            try:
+                now = runs.sha256(self.text(item_id))
+            except InputError:
+                now = None
+            if known.get(item_id) is not None and now != known[item_id]:
+                found.append(item_id)
+        return found
 
     def export(self) -> str | None:
         """`fixed.jsonl`: every JSONL item, with the changed ones' field replaced."""
@@ -269,19 +299,30 @@ class ItemStore:
         return str(path)
 
 
-def check_readable(item: BatchItem) -> None:
-    """A file item must be UTF-8 text: say so before any money is spent."""
+def item_text(item: BatchItem) -> str:
+    """An item's text, which must be non-empty UTF-8: said before any money
+    is spent (an item no run can review would strand the batch later)."""
     if item.path is None:
-        return
-    try:
-        Path(item.path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"cannot read item '{item.id}': no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+        text = item.text or ""
+    else:
+        try:
+            text = Path(item.path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"cannot read item '{item.id}': no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise InputError(
+                f"cannot verify item '{item.id}': {reason}; leave it out with --exclude"
+            ) from None
+    if not text.strip():
         raise InputError(
-            f"cannot verify item '{item.id}': {reason}; leave it out with --exclude"
-        ) from None
+            f"item '{item.id}' is empty: there is nothing to verify; leave it out with --exclude"
+        )
+    return text
+
+
+def check_readable(item: BatchItem) -> None:
+    item_text(item)
 
 
 def first_draw(state: dict[str, Any], store: ItemStore) -> dict[str, Any]:
@@ -465,12 +506,49 @@ class Book:
             min_items=self.options["systemic_min"],
             share=self.options["systemic_share"],
             screenable={c["id"] for c in self.options["rubric"]["criteria"]},
+            screen_fixes=sum(
+                1
+                for by_item in wave["screens"].values()
+                for f in by_item.values()
+                if f.get("fixed")
+            ),
         )
 
     def conclude(self, wave: dict[str, Any], decision: rules.Decision) -> None:
         wave["decision"] = decision.to_json()
         self.save()
         event(self.batch_id, "decision", wave=wave["number"], **decision.to_json())
+
+    def audit(self) -> list[str]:
+        """Why the batch's recorded verdict does not hold up against its runs
+        (a state file edited by hand, say); empty when it does. The runs
+        have protections of their own, so a verdict is only as good as them."""
+        problems: list[str] = []
+        if self.state["status"] not in ("accepted", "escalated"):
+            return problems
+        if self.state.get("verdict") != self.state["status"].upper():
+            problems.append("the verdict and the status disagree")
+        for wave in self.waves:
+            missing = [i for i in wave["items"] if i not in wave["outcomes"]]
+            if missing and self.state["status"] == "accepted":
+                problems.append(f"sample {wave['number']} has items never verified")
+            for item, recorded in wave["outcomes"].items():
+                if not recorded.get("run_id"):
+                    continue
+                try:
+                    actual = outcome_of_run(item, recorded["run_id"])
+                except InputError as exc:
+                    problems.append(f"item {item}: {exc}")
+                    continue
+                if actual.status != recorded["status"] or list(actual.criteria) != list(
+                    recorded["criteria"]
+                ):
+                    problems.append(f"item {item}: its run {recorded['run_id']} says otherwise")
+        if self.state["status"] == "accepted":
+            last = self.waves[-1] if self.waves else None
+            if last is None or self.decide(last).step != "accept":
+                problems.append("the batch's own rules do not accept its last sample")
+        return problems
 
     def finish(
         self, decision: rules.Decision, *, tokens: dict[str, int] | None, warnings: Sequence[str]
@@ -479,6 +557,17 @@ class Book:
         from santa_method.core.sampling import estimate_defect_rate
         from santa_method.state.batch_report import write_batch_report
 
+        if decision.step == "accept":
+            excluded = set(self.options["exclude"])
+            drifted = self.store.drifted([i for i in self.store.order if i not in excluded])
+            if drifted:
+                decision = rules.Decision(
+                    "escalate",
+                    reasons=(
+                        f"{len(drifted)} item(s) changed since the batch last saw them: "
+                        f"{', '.join(drifted[:10])}",
+                    ),
+                )
         outcomes = self.outcomes()
         verdict = "ACCEPTED" if decision.step == "accept" else "ESCALATED"
         verified = [w for w in self.waves if w["outcomes"]]

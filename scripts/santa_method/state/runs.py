@@ -498,13 +498,13 @@ def next_round(run_id: str) -> RoundOpened:
 
 def reopen(run_id: str) -> RoundOpened | None:
     """The round a resumed process continues: the open round of an open run
-    with slots still empty, or None when the run is past that point (then
-    the caller escalates it and starts afresh rather than guess)."""
+    (its empty slots to fill, or none left and only the gate to run), or
+    None when the run is past that point."""
     state = load(run_id)
     if state["status"] != "open":
         return None
     current = state["rounds"][-1]
-    if not current["open"] or not any(slot is None for slot in current["slots"].values()):
+    if not current["open"]:
         return None
     return _opened(state, current["rereviews"] > 0)
 

@@ -202,6 +202,10 @@ class AnthropicBatchBackend(AnthropicBackend):
     async def _answer(self, key: str, params: dict[str, Any], request: ReviewRequest) -> Any:
         """The stored Message for `key`: from the file, a batch in flight, or a new batch."""
         started = False
+        # Failures an earlier process stored do not count against this one: a
+        # resumed batch tries again (the server may be healthy by now).
+        entry = self._state["requests"].get(key)
+        earlier = len(entry["failures"]) if entry is not None else 0
         while True:
             entry = self._state["requests"].get(key)
             if entry is not None and entry.get("result") is not None:
@@ -209,9 +213,8 @@ class AnthropicBatchBackend(AnthropicBackend):
                     _call_started(request.on_started)
                 return entry["result"]
             failures = entry["failures"] if entry is not None else []
-            if failures and (
-                len(failures) >= ATTEMPTS or failures[-1].get("error_type") in FINAL_ERRORS
-            ):
+            fresh = len(failures) - earlier
+            if fresh > 0 and (fresh >= ATTEMPTS or failures[-1].get("error_type") in FINAL_ERRORS):
                 raise BackendError(_give_up(request.label, failures))
             if entry is not None and len(entry["batches"]) > len(failures):
                 if not started:
