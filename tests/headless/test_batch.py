@@ -140,6 +140,12 @@ def test_a_systemic_pattern_is_found_screened_fixed_and_resampled(stub_server, p
     assert second["failed"] == 0
     assert result.verdict == "ACCEPTED"
     assert data["systemic"] == ["completeness"]
+    # Two samples drawn: the guarantee counts both chances to miss (union bound).
+    miss = sum(
+        1 - w["plan"]["detection_probability"] for w in batches.load(result.batch_id)["waves"]
+    )
+    assert "over the 2 samples drawn" in data["guarantee"]
+    assert f"at least {int(max(0.0, 1 - miss) * 1000 + 1e-9) / 10:g} %" in data["guarantee"]
     # Every JSONL item comes back fixed in fixed.jsonl.
     lines = Path(data["fixed_jsonl"]).read_text().splitlines()
     assert len(lines) == 40 and not any(MARK.search(json.loads(line)["output"]) for line in lines)
@@ -153,12 +159,21 @@ def _wave_items(result: Any, number: int) -> list[str]:
 def test_isolated_failures_without_resamples_escalate(stub_server, project):
     server = stub_server(SCRIPT)
     values = texts(30, set(range(30)))  # every item is defective
-    result = run_batch(server, items_of(values), max_resamples=0, max_fixes=0)
+    result = run_batch(server, items_of(values), max_resamples=0)
     data = result.to_json()
     assert result.verdict == "ESCALATED"
     assert data["guarantee"].startswith("none")
     assert any("no re-sample is left" in r for r in data["reasons"])
     assert data["estimate"]["defects"] == data["reviewed"]
+
+
+def test_an_item_that_cannot_be_fixed_stops_the_batch_at_once(stub_server, project):
+    server = stub_server(SCRIPT)
+    result = run_batch(server, items_of(texts(30, set(range(30)))), max_fixes=0)
+    data = result.to_json()
+    assert result.verdict == "ESCALATED" and len(data["waves"]) == 1
+    assert data["waves"][0]["screens"] == {}  # no money spent on screens that cannot help
+    assert any("did not ship" in r for r in data["reasons"])
 
 
 def test_strata_put_every_stratum_in_the_sample(stub_server, project):
@@ -203,8 +218,10 @@ def test_budget_stop_escalates_before_spending_more(stub_server, project, concur
     data = result.to_json()
     assert result.verdict == "ESCALATED"
     assert any("budget" in r for r in data["reasons"])
-    assert data["cost_usd"] == pytest.approx(0.0016)
-    assert data["reviewed"] == 2 and data["waves"][0]["skipped"]
+    # After the first item ($0.0008), the next may cost up to 4 rounds' worth
+    # (max_fixes 3): $0.0032 does not fit in what is left, so the batch stops.
+    assert data["cost_usd"] == pytest.approx(0.0008)
+    assert data["reviewed"] == 1 and data["waves"][0]["skipped"]
 
 
 def test_a_backend_failure_leaves_the_batch_and_its_runs_resumable(stub_server, project):
@@ -402,8 +419,8 @@ def test_an_interruption_before_the_verdict_keeps_the_decision(stub_server, proj
 
     monkeypatch.setattr(batches.Book, "finish", interrupted_once)
     with pytest.raises(KeyboardInterrupt):
-        run_batch(server, values, max_resamples=0, max_fixes=0)
-    result = run_batch(server, values, max_resamples=0, max_fixes=0, resume=True)
+        run_batch(server, values, max_resamples=0)
+    result = run_batch(server, values, max_resamples=0, resume=True)
     data = result.to_json()
     assert result.verdict == "ESCALATED" and len(data["waves"]) == 1  # no extra sample
     assert any("no re-sample is left" in r for r in data["reasons"])
@@ -561,3 +578,77 @@ def test_progress_bar_on_a_terminal_counts_items_and_screens(monkeypatch):
     assert (screen.completed, screen.total) == (1, 7)
     progress("batch_done", {"verdict": "ACCEPTED", "report": "r"})
     assert progress.bar is None
+
+
+class _NoCost(AnthropicBackend):
+    """A backend that cannot tell what a call cost (like some custom ones)."""
+
+    name = "no-cost"
+
+    def _cost(self, model: Any, tokens: Any) -> None:
+        return None
+
+
+@pytest.mark.timeout(120)
+def test_a_budget_with_unknown_costs_stops_instead_of_hanging(stub_server, project):
+    server = stub_server(SCRIPT)
+    result = verify_batch_sync(
+        items_of(texts(12, set())),
+        SPEC,
+        backend=_NoCost(base_url=server.base_url, api_key="test"),
+        max_cost_usd=1.0,
+        seed=1,
+    )
+    assert result.verdict == "ESCALATED"
+    assert any("unknown" in r for r in result.to_json()["reasons"])
+
+
+@pytest.mark.timeout(120)
+def test_a_budget_that_runs_out_while_screening_stops_instead_of_hanging(stub_server, project):
+    server = stub_server(SCRIPT)
+    # 8 sampled items with a defect in half, then screens of the 32 others
+    # (and fixes of the flagged ones) that the budget cannot all pay for.
+    result = run_batch(
+        server, items_of(texts(40, set(range(0, 40, 2)))), rate=0.2, max_cost_usd=0.025
+    )
+    data = result.to_json()
+    assert result.verdict == "ESCALATED"
+    assert any("cannot pay for more screens" in r for r in data["reasons"])
+    screens = data["waves"][0]["screens"]["completeness"]
+    assert 0 < screens["clean"] + screens["flagged"] < 32
+    assert data["cost_usd"] <= 0.025
+
+
+def test_a_lone_surrogate_in_a_jsonl_item_is_refused_up_front(project, monkeypatch, capsys):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    items = project / "items.jsonl"
+    items.write_text('{"id": "a", "output": "bad \\ud800 text"}\n', encoding="utf-8")
+    assert main(["batch", str(items), "--spec-text", SPEC, "--quiet"]) == 2
+    assert "lone surrogate" in capsys.readouterr().err
+    assert batches.list_ids() == []
+
+
+def test_a_stratified_sample_states_no_interval(stub_server, project):
+    server = stub_server(SCRIPT)
+    kinds = ["rare"] * 3 + ["common"] * 57
+    result = run_batch(
+        server, items_of(texts(60, set()), kind=kinds), stratified=True, rate=0.1, minimum=2
+    )
+    data = result.to_json()
+    assert data["estimate"]["interval"] is None
+    assert "no interval is given" in data["estimate_statement"]
+
+
+def test_a_fixer_that_can_never_answer_escalates_its_item_not_the_batch(stub_server, project):
+    from e2e.stub_server import Text
+
+    from .batch_helpers import review
+
+    server = stub_server({REVIEWER: review, FIXER: lambda body: Text("not JSON at all")})
+    values = items_of(texts(3, {1}))
+    result = run_batch(server, values)  # no BackendError: the item escalates, the batch ends
+    kinds = {o.item: o.status for o in result.outcomes}
+    assert kinds == {"item-0000": "passed", "item-0001": "escalated", "item-0002": "passed"}
+    assert result.verdict == "ESCALATED"
+    assert any("not return the corrected output" in w for w in result.to_json()["warnings"])
+    assert len(server.requests_for(FIXER)) == 1  # and it is not paid for again

@@ -148,12 +148,17 @@ def decide(
     """
     failed = [o for o in wave if o.failed]
     unshipped = [o.item for o in all_outcomes if o.status == "escalated"]
+    if unshipped:
+        # A person must look at those items whatever else happens: stop
+        # before paying for screens and samples that cannot change that.
+        return Decision(
+            "escalate",
+            reasons=(
+                f"{len(unshipped)} verified item(s) did not ship: {', '.join(unshipped[:10])}",
+            ),
+        )
     if not failed or unverified_left == 0:
         reasons = []
-        if unshipped:
-            reasons.append(
-                f"{len(unshipped)} verified item(s) did not ship: {', '.join(unshipped[:10])}"
-            )
         if unscreened:
             reasons.append(f"{unscreened} item(s) could not be screened")
         if unfixed:

@@ -22,6 +22,17 @@ class RefusedError(SantaError):
 
 
 class BackendError(SantaError):
-    """A model backend failed after its retries: exit 3."""
+    """A model backend failed after its retries: exit 3.
+
+    `transient` says whether the same call may succeed later (overloaded,
+    timed out, no credentials yet). A call that will fail the same way every
+    time (a request the API refuses as invalid, a fixer reply cut off or not
+    JSON) is not transient: resuming would only pay for it again, so the
+    run it belongs to is escalated instead of kept open.
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient

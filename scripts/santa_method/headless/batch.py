@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
-from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
@@ -184,31 +184,41 @@ class _Batch:
         budget = self.s["max_cost_usd"]
         if budget is None:
             return 0.0
-        known = self.costs[kind]
-        while not known:
+        mine: asyncio.Event | None = None
+        while not self.costs[kind] and not self.stop_reason:
             probe = self.probes.get(kind)
             if probe is None or probe.is_set():
                 # This job is the probe (again, if an earlier one learned nothing).
-                self.probes[kind] = asyncio.Event()
+                mine = self.probes[kind] = asyncio.Event()
                 break
             await probe.wait()
-        # The dearest one seen so far: an item that fails costs a fix and a
-        # round more than one that passes, and the budget must hold for both.
-        estimate = max(known) if known else 0.0
+        estimate = self.estimate(kind)
         spent = self.state["cost_usd"]
-        if spent is None:
+        if not self.stop_reason and spent is None:
             self.stop_reason = "the cost of a call is unknown, so the budget cannot be kept"
-            return None
-        if spent + self.reserved + estimate > budget or spent + self.reserved >= budget:
+        elif not self.stop_reason and spent + self.reserved + estimate > budget:
             what = "items" if kind == "item" else "screens"
             self.stop_reason = (
                 f"the budget of {_usd(budget)} cannot pay for more {what} "
                 f"(spent {_usd(spent)}, {_usd(self.reserved)} more in flight; "
-                f"one costs up to {_usd(estimate)})"
+                f"one may cost {_usd(estimate)})"
             )
+        if self.stop_reason:
+            if mine is not None:
+                mine.set()  # never leave the others waiting on a probe that will not run
             return None
         self.reserved += estimate
         return estimate
+
+    def estimate(self, kind: str) -> float:
+        """What the next job may cost, erring high: an item that fails costs up
+        to max_fixes more rounds (and fixes) than the ones seen so far."""
+        known = self.costs[kind]
+        if not known:
+            return 0.0
+        if kind == "screen":
+            return max(known)
+        return max(max(known), sum(known) / len(known) * (1 + self.s["max_fixes"]))
 
     def settle(self, kind: str, estimate: float, cost: float | None) -> None:
         """Release a job's reservation and learn from what it cost."""
@@ -279,6 +289,14 @@ class _Batch:
             return self._record(wave, item, text, resume_run, Tokens(), run["status"] == "shipped")
         try:
             result = await self._verify(item, text, resume_run, left, seen)
+        except BackendError as exc:
+            run_id = wave["running"].get(item)
+            if exc.transient or run_id is None:
+                raise  # the batch stops, resumable; the run stays open
+            # A call that fails the same way every time: its run was escalated,
+            # and the batch goes on without paying for it again.
+            self.warnings.append(f"item {item}: {exc}")
+            return self._record(wave, item, text, run_id, Tokens(), False)
         except RefusedError as exc:
             # This item cannot be verified (e.g. it is empty); the batch goes on
             # and cannot be accepted with it (an escalated item never is).
@@ -385,6 +403,18 @@ class _Batch:
             cost: float | None = None
             try:
                 cost = await self._screen_one(wave, narrow, markdown, criterion, item)
+            except BackendError as exc:
+                if exc.transient:
+                    raise
+                entry = {
+                    "result": "unusable",
+                    "fixed": False,
+                    "cost_usd": None,
+                    "errors": [str(exc)],
+                }
+                wave["screens"][criterion][item] = entry
+                self.save()
+                batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
             finally:
                 self.settle("screen", estimate, cost)
 
@@ -458,7 +488,8 @@ class _Batch:
         self.spend(reply.tokens, reply.cost_usd)
         new = reply.output if reply.output is not None else scratch.read_text(encoding="utf-8")
         scratch.unlink(missing_ok=True)
-        changed = new != text and bool(new.strip())
+        # Whitespace alone is no fix (it must not earn the batch a fresh sample).
+        changed = " ".join(new.split()) != " ".join(text.split()) and bool(new.strip())
         data: dict[str, Any] = {
             "fixed": changed,
             "fix_cost_usd": reply.cost_usd,
@@ -483,6 +514,16 @@ class _Batch:
     # -- the verdict ----------------------------------------------------------------
 
     def finish(self, decision: rules.Decision) -> BatchResult:
+        budget, spent = self.s["max_cost_usd"], self.state["cost_usd"]
+        if decision.step == "accept" and budget is not None and (spent is None or spent > budget):
+            decision = rules.Decision(
+                "escalate",
+                reasons=(
+                    f"spent {_usd(spent)} of a budget of {_usd(budget)}"
+                    if spent is not None
+                    else "the cost is unknown, so the budget was not kept",
+                ),
+            )
         self.save()
         data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
         self.emit("batch_done", verdict=data["verdict"], report=data["report"])
@@ -615,36 +656,87 @@ async def verify_batch(
         options["seed"] = seed
     fingerprint = batches.fingerprint(checked, spec, options)
     warnings: list[str] = []
-    if resume:
-        batch_id = resume if isinstance(resume, str) else batches.find_resumable(fingerprint)
-        if batch_id is None:
-            raise InputError(
-                "there is no unfinished batch with these items, spec and options to resume; "
-                "run again without --resume"
+    with contextlib.ExitStack() as held:
+        # One process drives a batch: the lock is taken before its state is
+        # read (resume) or right after it is written (new), and nothing is
+        # saved by a process that did not get it.
+        if resume:
+            batch_id = resume if isinstance(resume, str) else batches.find_resumable(fingerprint)
+            if batch_id is None:
+                raise InputError(
+                    "there is no unfinished batch with these items, spec and options to "
+                    "resume; run again without --resume"
+                )
+            held.enter_context(batches.held(batch_id))
+            state = batches.load(batch_id)
+            if state.get("fingerprint") != fingerprint:
+                raise InputError(
+                    f"batch {batch_id} was started with other items, spec or options; "
+                    "resume it with exactly the same arguments"
+                )
+            if state.get("status") != "open":
+                raise InputError(f"batch {batch_id} is already finished ({state.get('status')})")
+        else:
+            earlier = batches.find_resumable(fingerprint)
+            if earlier:
+                warnings.append(
+                    f"an unfinished batch {earlier} had the same inputs; --resume continues one"
+                )
+            state = batches.open_batch(
+                items=checked,
+                spec=spec,
+                options=options,
+                seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
+                mode="headless",
+                fingerprint_=fingerprint,
             )
-        state = batches.load(batch_id)
-        if state.get("fingerprint") != fingerprint:
-            raise InputError(
-                f"batch {batch_id} was started with other items, spec or options; "
-                "resume it with exactly the same arguments"
-            )
-        if state.get("status") != "open":
-            raise InputError(f"batch {batch_id} is already finished ({state.get('status')})")
-    else:
-        earlier = batches.find_resumable(fingerprint)
-        if earlier:
-            warnings.append(
-                f"an unfinished batch {earlier} had the same inputs; --resume continues one"
-            )
-        state = batches.open_batch(
-            items=checked,
-            spec=spec,
-            options=options,
-            seed=seed if seed is not None else random.SystemRandom().randrange(2**31),
-            mode="headless",
-            fingerprint_=fingerprint,
+            held.enter_context(batches.held(state["id"]))
+            batches.first_draw(state, ItemStore(state, checked, field_name))
+        return await _drive_batch(
+            state,
+            checked,
+            spec,
+            resolved,
+            backend,
+            name,
+            {
+                "max_fixes": max_fixes,
+                "max_cost_usd": max_cost_usd,
+                "reviewers": reviewers,
+                "models": list(models) if models else None,
+                "fixer_model": models[0] if models else None,
+                "screen_model": screen_model or (models[0] if models else None),
+                "timeout": timeout,
+                "log": log,
+                "project_dir": str(Path(project_dir).resolve())
+                if project_dir
+                else str(project_root()),
+                "concurrency": concurrency
+                if concurrency is not None
+                else (None if name == "anthropic-batch" else CONCURRENCY.get(name, 4)),
+            },
+            backend_options or {},
+            field_name,
+            bool(resume),
+            warnings,
+            on_event,
         )
-        batches.first_draw(state, ItemStore(state, checked, field_name))
+
+
+async def _drive_batch(
+    state: dict[str, Any],
+    checked: list[BatchItem],
+    spec: str,
+    resolved: Rubric,
+    backend: str | Backend,
+    name: str,
+    settings: dict[str, Any],
+    backend_options: dict[str, Any],
+    field_name: str,
+    resumed: bool,
+    warnings: list[str],
+    on_event: EventHook | None,
+) -> BatchResult:
     folder = batches.batch_dir(state["id"])
     owned = isinstance(backend, str)
     if backend == "anthropic-batch":
@@ -653,37 +745,22 @@ async def verify_batch(
         impl: Backend = AnthropicBatchBackend(
             state_path=folder / "message-batches.json",
             on_progress=(lambda data: on_event("message_batch", data)) if on_event else None,
-            **(backend_options or {}),
+            **backend_options,
         )
     else:
-        impl = resolve_backend(backend, **(backend_options or {}))
+        impl = resolve_backend(backend, **backend_options)
     book = batches.Book(state, ItemStore(state, checked, field_name))
-    settings = {
-        "max_fixes": max_fixes,
-        "max_cost_usd": max_cost_usd,
-        "reviewers": reviewers,
-        "models": list(models) if models else None,
-        "fixer_model": models[0] if models else None,
-        "screen_model": screen_model or (models[0] if models else None),
-        "timeout": timeout,
-        "log": log,
-        "project_dir": str(Path(project_dir).resolve()) if project_dir else str(project_root()),
-        "concurrency": concurrency
-        if concurrency is not None
-        else (None if name == "anthropic-batch" else CONCURRENCY.get(name, 4)),
-    }
     runner = _Batch(book, impl, resolved, spec, settings, on_event)
     runner.warnings.extend(warnings)
     runner.emit(
         "batch_start",
         batch_id=state["id"],
         population=book.population(),
-        resumed=bool(resume),
+        resumed=resumed,
         backend=name,
     )
     try:
-        with batches.held(state["id"]):
-            return await runner.run()
+        return await runner.run()
     finally:
         runner.save()
         closer = getattr(impl, "aclose", None)

@@ -582,8 +582,9 @@ async def _guarded(
     try:
         return await _drive(run, opened, working, max_cost_usd)
     except (asyncio.CancelledError, BackendError) as exc:
-        if not resumable:
-            _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc!r}")
+        permanent = isinstance(exc, BackendError) and not exc.transient
+        if not resumable or permanent:
+            _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc}")
         raise
     except BaseException as exc:
         _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc}")

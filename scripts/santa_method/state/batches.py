@@ -318,6 +318,13 @@ def item_text(item: BatchItem) -> str:
         raise InputError(
             f"item '{item.id}' is empty: there is nothing to verify; leave it out with --exclude"
         )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"item '{item.id}' holds a lone surrogate (\\ud800-\\udfff), which is not text; "
+            "fix it or leave it out with --exclude"
+        ) from None
     return text
 
 
@@ -575,6 +582,8 @@ class Book:
 
         def estimate(wave: dict[str, Any]) -> Any:
             found = [ItemOutcome.from_json(o) for o in wave["outcomes"].values()]
+            if wave["plan"].get("strata") is not None:
+                return _Unweighted(sum(1 for o in found if o.failed), len(found))
             return estimate_defect_rate(
                 sum(1 for o in found if o.failed),
                 len(found),
@@ -598,7 +607,7 @@ class Book:
         elif not self.unverified():
             guarantee = f"every one of the {self.population()} items was verified"
         else:
-            guarantee = last["plan"]["statement"]
+            guarantee = _guarantee(verified)
         systemic = sorted({c for w in self.waves for c in w["screens"]} | set(decision.criteria))
         self.state.update(
             status="accepted" if verdict == "ACCEPTED" else "escalated",
@@ -635,6 +644,43 @@ class Book:
         self.save()
         event(self.batch_id, "verdict", verdict=verdict, reasons=list(decision.reasons))
         return data
+
+
+@dataclass(frozen=True)
+class _Unweighted:
+    """A stratified sample's failures, without an interval: its items were
+    not drawn with equal chances (one per stratum at least), so the interval
+    of a simple random sample would not hold."""
+
+    defects: int
+    sampled: int
+
+    def statement(self) -> str:
+        return (
+            f"{self.defects} of {self.sampled} sampled items failed; no interval is given, "
+            "as a stratified sample does not draw items with equal chances"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"defects": self.defects, "sampled": self.sampled, "interval": None}
+
+
+def _guarantee(waves: Sequence[dict[str, Any]]) -> str:
+    """The last sample's guarantee, and, when several were drawn, what the
+    whole procedure can still promise: the batch accepts when one sample
+    comes back clean, so each draw was a chance to miss (a union bound)."""
+    import math
+
+    last = waves[-1]["plan"]
+    if len(waves) == 1:
+        return str(last["statement"])
+    miss = math.fsum(1 - (w["plan"]["detection_probability"] or 0.0) for w in waves)
+    overall = math.floor(max(0.0, 1 - miss) * 1000 + 1e-9) / 10
+    return (
+        f"{last['statement']}; over the {len(waves)} samples drawn, a defect in "
+        f"{last['prevalence'] * 100:g} % of the items left is seen with probability at least "
+        f"{overall:g} %"
+    )
 
 
 def wave_summary(wave: dict[str, Any]) -> dict[str, Any]:

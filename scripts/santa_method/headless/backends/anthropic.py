@@ -167,7 +167,8 @@ class AnthropicBackend:
             raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
         except anthropic.APIStatusError as exc:
             raise BackendError(
-                f"the Anthropic API failed ({exc.status_code}): {_msg(exc)}"
+                f"the Anthropic API failed ({exc.status_code}): {_msg(exc)}",
+                transient=not 400 <= exc.status_code < 500 or exc.status_code in (408, 409),
             ) from None
 
     async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
@@ -248,7 +249,8 @@ class AnthropicBackend:
         tokens = _tokens(message.usage)
         if message.stop_reason == "max_tokens":
             raise BackendError(
-                f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})"
+                f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})",
+                transient=False,
             )
         try:
             data = json.loads(_text(message))
@@ -257,7 +259,9 @@ class AnthropicBackend:
             if not isinstance(output, str):
                 raise TypeError
         except (ValueError, KeyError, TypeError):
-            raise BackendError("the fixer did not return the corrected output as JSON") from None
+            raise BackendError(
+                "the fixer did not return the corrected output as JSON", transient=False
+            ) from None
         return FixReply(
             output=output,
             notes="\n".join(str(line) for line in report),

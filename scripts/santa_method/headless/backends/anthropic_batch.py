@@ -215,7 +215,11 @@ class AnthropicBatchBackend(AnthropicBackend):
             failures = entry["failures"] if entry is not None else []
             fresh = len(failures) - earlier
             if fresh > 0 and (fresh >= ATTEMPTS or failures[-1].get("error_type") in FINAL_ERRORS):
-                raise BackendError(_give_up(request.label, failures))
+                invalid = failures[-1].get("error_type") in (
+                    "invalid_request_error",
+                    "request_too_large",
+                )
+                raise BackendError(_give_up(request.label, failures), transient=not invalid)
             if entry is not None and len(entry["batches"]) > len(failures):
                 if not started:
                     started = True
