@@ -34,8 +34,10 @@ criterion, the defect rate as generated (first sample) and after fixes
 and its share of verifying every item.
 
 --max-cost-usd: the first item (and the first screen) runs alone to learn
-what one costs; after that one starts only while the money left covers the
-dearest seen so far for it and for those in flight.
+what one costs; after that one starts only while the money left covers what
+it may cost (the dearest seen, or the mean times 1 + --max-fixes, whichever
+is more) besides those in flight. A batch that ends over budget is not
+accepted.
 
 Backends: anthropic (ANTHROPIC_API_KEY), claude (your Claude Code login),
 anthropic-batch (Message Batches: every review of a round in one batch,
