@@ -693,6 +693,11 @@ def test_a_crashing_stop_hook_leaves_other_agents_alone(tmp_path: Path) -> None:
         "eval unset CLAUDECODE",
         "sh -c \"sh -c 'CLAUDECODE= santa round start --source files'\"",
         "/bin/bash -lc 'santa round start --source files --against x'",
+        'bash -ec "santa hook subagent-stop"',
+        'bash --norc -c "santa hook x"',
+        'sh -c -- "santa round start --source files"',
+        'echo "santa hook subagent-stop" | bash',
+        'bash <<< "santa hook subagent-stop"',
     ],
 )
 def test_a_command_handed_to_another_shell_is_read_too(command: str) -> None:

@@ -640,15 +640,35 @@ def test_a_stratified_sample_states_no_interval(stub_server, project):
 
 
 def test_a_fixer_that_can_never_answer_escalates_its_item_not_the_batch(stub_server, project):
-    from e2e.stub_server import Text
+    from e2e.stub_server import Reply
 
     from .batch_helpers import review
 
-    server = stub_server({REVIEWER: review, FIXER: lambda body: Text("not JSON at all")})
+    cut = lambda body: Reply('{"output": "Summ', stop_reason="max_tokens")  # noqa: E731
+    server = stub_server({REVIEWER: review, FIXER: cut})
     values = items_of(texts(3, {1}))
     result = run_batch(server, values)  # no BackendError: the item escalates, the batch ends
     kinds = {o.item: o.status for o in result.outcomes}
     assert kinds == {"item-0000": "passed", "item-0001": "escalated", "item-0002": "passed"}
     assert result.verdict == "ESCALATED"
-    assert any("not return the corrected output" in w for w in result.to_json()["warnings"])
+    assert any("cut off at max_tokens" in w for w in result.to_json()["warnings"])
     assert len(server.requests_for(FIXER)) == 1  # and it is not paid for again
+
+
+def test_a_permanent_fixer_error_on_resume_escalates_instead_of_stranding(stub_server, project):
+    """The fix a resumed run still owes fails for good: the run is escalated,
+    the batch records it and ends, and the fixer is not paid again."""
+    from e2e.stub_server import Reply
+
+    from .batch_helpers import review
+
+    values = items_of(texts(3, {1}))
+    flaky = stub_server({REVIEWER: review, FIXER: [Error(500)] * 3})
+    with pytest.raises(BackendError):
+        run_batch(flaky, values, concurrency=1)
+    cut = lambda body: Reply('{"output": "Summ', stop_reason="max_tokens")  # noqa: E731
+    server = stub_server({REVIEWER: review, FIXER: cut})
+    result = run_batch(server, values, concurrency=1, resume=True)
+    assert result.verdict == "ESCALATED"
+    assert {o.item: o.status for o in result.outcomes}["item-0001"] == "escalated"
+    assert len(server.requests_for(FIXER)) == 1

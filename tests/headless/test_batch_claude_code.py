@@ -18,7 +18,7 @@ import pytest
 from santa_method.cli import main
 from santa_method.headless import verify_sync
 from santa_method.headless.backends.anthropic import AnthropicBackend
-from santa_method.state import batches
+from santa_method.state import batches, runs
 
 from .batch_helpers import MARK, SCRIPT, jsonl, texts
 
@@ -378,3 +378,77 @@ def test_an_interruption_before_the_verdict_is_recovered_by_status(
     monkeypatch.setattr(batches.Book, "finish", finish)
     code, view = santa(capsys, "batch", "status", batch_id)
     assert code == 0 and view["next"]["verdict"] == "ACCEPTED"
+
+
+def _to_screening(server: Any, project: Path, capsys: Any) -> dict[str, Any]:
+    items = jsonl(project / "items.jsonl", texts(12, set(range(12))))
+    code, view = santa(
+        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "1", "--rate", "0.4"
+    )
+    assert code == 0
+    for item in view["next"]["items"]:
+        code, view = santa(
+            capsys,
+            "batch",
+            "record",
+            view["batch_id"],
+            "--item",
+            item["id"],
+            "--run",
+            run_item(server, item),
+        )
+        assert code == 0
+    assert view["next"]["step"] == "screen"
+    return view
+
+
+def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server, project, capsys):
+    from santa_method.claude_code import batch as cc
+
+    server = stub_server(SCRIPT)
+    view = _to_screening(server, project, capsys)
+    item = view["next"]["items"][0]
+    state = batches.load(view["batch_id"])
+    rubric = state["screen_rubrics"]["completeness"]["hash"]
+    since = state["waves"][0]["screening_since"]
+
+    def unfixed_run() -> str:  # reviews the item and leaves it as it is
+        words = shlex.split(item["command"])
+        return verify_sync(
+            SPEC,
+            Path(item["against"]),
+            rubric=words[words.index("--rubric") + 1],
+            in_place=True,
+            max_fixes=0,
+            backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+        ).run_id
+
+    earlier, later = unfixed_run(), unfixed_run()
+    assert cc._first_run(state, item["id"], rubric, since) == earlier
+    # A later screening of the same criterion (a later wave) starts afresh.
+    assert cc._first_run(state, item["id"], rubric, runs.load(later)["created"]) == later
+
+
+def test_an_interruption_between_a_resample_and_its_draw_is_recovered(
+    stub_server, project, capsys, monkeypatch
+):
+    server = stub_server(SCRIPT)
+    view = _to_screening(server, project, capsys)
+    draw = batches.Book.draw
+    monkeypatch.setattr(
+        batches.Book, "draw", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
+    )
+    batch_id = view["batch_id"]
+    while view["next"]["step"] == "screen":
+        item = view["next"]["items"][0]
+        run_id = run_item(server, item)
+        code = main(["batch", "record", batch_id, "--item", item["id"], "--run", run_id, "--json"])
+        out = capsys.readouterr().out
+        if code == 130:
+            break
+        view = json.loads(out)
+    state = batches.load(batch_id)
+    assert state["waves"][-1]["decision"]["step"] == "resample" and len(state["waves"]) == 1
+    monkeypatch.setattr(batches.Book, "draw", draw)
+    code, view = santa(capsys, "batch", "status", batch_id)
+    assert code == 0 and view["next"]["step"] == "verify" and len(view["waves"]) == 2

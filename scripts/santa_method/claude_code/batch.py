@@ -24,6 +24,7 @@ from santa_method.core import batch as rules
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.types import Rubric
 from santa_method.state import batches, runs
+from santa_method.state import log as runlog
 from santa_method.state.batches import BatchItem, Book, ItemStore
 from santa_method.state.paths import ensure_santa_dir
 
@@ -200,6 +201,7 @@ def _advance(book: Book) -> None:
                 for criterion in decision.criteria:
                     state["screen_rubrics"][criterion] = _screen_rubric(state, criterion)
                 wave["screening"] = list(decision.criteria)
+                wave["screening_since"] = runlog.now_iso()
                 book.save()
             if next_step(state)["step"] == "screen":
                 return
@@ -267,10 +269,11 @@ def _check_run(state: dict[str, Any], item: str, run_id: str) -> dict[str, Any]:
     return run
 
 
-def _first_run(state: dict[str, Any], item: str, rubric_hash: str) -> str | None:
-    """The earliest run since the batch began of the item as the batch knows
-    it, with the batch's spec and this step's rubric: rerunning an item until
-    a run passes (before its draw or after) must not pick the verdict."""
+def _first_run(state: dict[str, Any], item: str, rubric_hash: str, since: str) -> str | None:
+    """The earliest run since `since` (the batch's start; a screen's start)
+    of the item as the batch knows it, with the batch's spec and this step's
+    rubric: rerunning an item until a run passes (before its draw or after)
+    must not pick the verdict."""
     entry = next(i for i in state["items"] if i["id"] == item)
     path = Path(entry["path"]).resolve()
     found = []
@@ -281,7 +284,7 @@ def _first_run(state: dict[str, Any], item: str, rubric_hash: str) -> str | None
             if (
                 target.get("kind") == "file"
                 and Path(target["path"]).resolve() == path
-                and run["created"] >= state["created"]
+                and run["created"] >= since
                 and run["spec_sha256"] == state["spec_sha256"]
                 and run["rubric_hash"] == rubric_hash
                 and run["rounds"][0]["output_sha256"] == entry.get("sha256")
@@ -313,12 +316,14 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
         book = _book(state)
         wave = book.current()
         assert wave is not None
-        rubric = (
-            state["screen_rubrics"][step["criterion"]]["hash"]
-            if step["step"] == "screen"
-            else state["rubric_hash"]
-        )
-        first = _first_run(state, item, rubric)
+        if step["step"] == "screen":
+            # Screens of this wave only: an earlier wave may have screened the
+            # same item for the same criterion.
+            rubric = state["screen_rubrics"][step["criterion"]]["hash"]
+            since = wave.get("screening_since") or state["created"]
+        else:
+            rubric, since = state["rubric_hash"], state["created"]
+        first = _first_run(state, item, rubric, since)
         if first is not None and first != run_id:
             raise RefusedError(
                 f"run {first} of item '{item}' came first; the first run of an item counts "
@@ -370,6 +375,12 @@ def _recover(state: dict[str, Any]) -> None:
     concluded = book.concluded()
     if concluded is not None:
         book.finish(concluded, tokens=None, warnings=[])
+    elif (
+        state["status"] == "open"
+        and book.waves
+        and (book.waves[-1]["decision"] or {}).get("step") == "resample"
+    ):
+        book.draw()  # decided to draw again, interrupted before drawing
 
 
 def status(batch_id: str | None) -> dict[str, Any]:

@@ -137,9 +137,6 @@ def _tokens(command: str) -> list[str]:
         return command.split()
 
 
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})
-
-
 def shell_problem(command: str, _depth: int = 0) -> str | None:
     """What a shell command would do to bypass the loop, or None.
 
@@ -150,16 +147,14 @@ def shell_problem(command: str, _depth: int = 0) -> str | None:
     """
     words = _tokens(command)
     flat = " ".join(words)
-    for i, word in enumerate(words):
-        # A command handed to another shell is read the same way.
-        base = word.rsplit("/", 1)[-1]
-        inner = None
-        if base in _SHELLS and i + 2 < len(words) and words[i + 1] in ("-c", "-lc", "-ic"):
-            inner = words[i + 2]
-        elif base == "eval" and i + 1 < len(words):
-            inner = " ".join(words[i + 1 :])
-        if inner is not None and _depth < 4:
-            problem = shell_problem(inner, _depth + 1)
+    if _depth < 4:
+        # A command handed to another shell (`bash -ec "..."`, `echo "..." |
+        # sh`, a here-string, `eval ...`) is read the same way: any quoted
+        # word that holds a command, and whatever follows `eval`.
+        inner = [w for w in words if any(c.isspace() for c in w)]
+        inner += [" ".join(words[i + 1 :]) for i, w in enumerate(words) if w == "eval"]
+        for text in inner:
+            problem = shell_problem(text, _depth + 1)
             if problem:
                 return problem
     for i, word in enumerate(words):

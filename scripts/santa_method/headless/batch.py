@@ -258,6 +258,19 @@ class _Batch:
 
     def _item_job(self, wave: dict[str, Any], item: str) -> Callable[[], Any]:
         async def job() -> None:
+            ended = wave["running"].get(item)
+            if ended and runs.load(ended)["status"] != "open":
+                # Paid for already (before an interruption): count it, whatever the budget.
+                cost = self._record(
+                    wave,
+                    item,
+                    self.store.text(item),
+                    ended,
+                    Tokens(),
+                    runs.load(ended)["status"] == "shipped",
+                )
+                self.settle("item", 0.0, cost)
+                return
             estimate = await self.admit("item")
             if estimate is None:
                 wave["skipped"].append(item)
@@ -283,10 +296,6 @@ class _Batch:
                 self.save()
 
         self.emit("item_start", item=item)
-        if resume_run and runs.load(resume_run)["status"] != "open":
-            # The run ended before the batch saved its outcome: take it as it is.
-            run = runs.load(resume_run)
-            return self._record(wave, item, text, resume_run, Tokens(), run["status"] == "shipped")
         try:
             result = await self._verify(item, text, resume_run, left, seen)
         except BackendError as exc:
@@ -651,6 +660,7 @@ async def verify_batch(
         "systemic_share": systemic_share,
         "backend": name,
         "in_place": in_place,
+        "max_cost_usd": max_cost_usd,
     }
     if seed is not None:
         options["seed"] = seed

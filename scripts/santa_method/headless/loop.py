@@ -531,7 +531,17 @@ async def verify(
     opened = None
     if resume_run:
         working = Path(runs.load(resume_run)["target"]["path"])
-        opened = await _resume_point(run, resume_run, working)
+        try:
+            opened = await _resume_point(run, resume_run, working)
+        except BaseException as exc:
+            # As in _guarded: only an interruption or a passing backend
+            # failure leaves the run open to be resumed again.
+            transient = isinstance(exc, asyncio.CancelledError) or (
+                isinstance(exc, BackendError) and exc.transient
+            )
+            if not (resumable and transient):
+                _escalate_quietly(resume_run, f"the run stopped on an error: {exc}")
+            raise
         if opened == "shipped":
             return _result(run, resume_run, "NICE", working, None, [])
         if opened == "escalated":

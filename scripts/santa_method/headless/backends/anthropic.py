@@ -166,9 +166,13 @@ class AnthropicBackend:
         except anthropic.APIConnectionError:
             raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
         except anthropic.APIStatusError as exc:
+            message = _msg(exc)
+            # Only a request that is too big fails the same way every time;
+            # a 400 for low credit or a 404 for a model name is fixed by a
+            # person, and then the same call succeeds on --resume.
+            too_big = exc.status_code == 413 or "too long" in message.lower()
             raise BackendError(
-                f"the Anthropic API failed ({exc.status_code}): {_msg(exc)}",
-                transient=not 400 <= exc.status_code < 500 or exc.status_code in (408, 409),
+                f"the Anthropic API failed ({exc.status_code}): {message}", transient=not too_big
             ) from None
 
     async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
@@ -259,9 +263,7 @@ class AnthropicBackend:
             if not isinstance(output, str):
                 raise TypeError
         except (ValueError, KeyError, TypeError):
-            raise BackendError(
-                "the fixer did not return the corrected output as JSON", transient=False
-            ) from None
+            raise BackendError("the fixer did not return the corrected output as JSON") from None
         return FixReply(
             output=output,
             notes="\n".join(str(line) for line in report),
