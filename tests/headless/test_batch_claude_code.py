@@ -262,24 +262,7 @@ def test_the_screen_rubric_opens_runs_only_for_waiting_items(
     stub_server, project, capsys, monkeypatch
 ):
     server = stub_server(SCRIPT)
-    items = jsonl(project / "items.jsonl", texts(12, set(range(12))))
-    code, view = santa(
-        capsys, "batch", "plan", str(items), "--spec-text", SPEC, "--seed", "1", "--rate", "0.4"
-    )
-    assert code == 0
-    for item in view["next"]["items"]:
-        code, view = santa(
-            capsys,
-            "batch",
-            "record",
-            view["batch_id"],
-            "--item",
-            item["id"],
-            "--run",
-            run_item(server, item),
-        )
-        assert code == 0
-    assert view["next"]["step"] == "screen"
+    view = _to_screening(server, project, capsys)
     words = shlex.split(view["next"]["items"][0]["command"])
     monkeypatch.setenv("CLAUDECODE", "1")
     unrelated = project / "unrelated.md"

@@ -319,6 +319,20 @@ class _Batch:
             wave, item, text, result.run_id, result.tokens, result.verdict == "NICE"
         )
 
+    def change(self, item: str, before: str, after: str, **why: Any) -> str:
+        """Store an item's new text and log the change; returns where it is."""
+        where = self.store.write(item, after)
+        batches.event(
+            self.batch_id,
+            "fix",
+            item=item,
+            before_sha256=_digest(before),
+            after_sha256=_digest(after),
+            path=where,
+            **why,
+        )
+        return where
+
     def _record(
         self,
         wave: dict[str, Any],
@@ -337,17 +351,7 @@ class _Batch:
         self.spend(tokens, outcome.cost_usd)
         output = Path(runs.load(run_id)["target"]["path"]).read_text(encoding="utf-8")
         if shipped and output != text:
-            where = self.store.write(item, output)
-            batches.event(
-                self.batch_id,
-                "fix",
-                item=item,
-                via="run",
-                run_id=run_id,
-                before_sha256=_digest(text),
-                after_sha256=_digest(output),
-                path=where,
-            )
+            self.change(item, text, output, via="run", run_id=run_id)
         wave["outcomes"][item] = outcome.to_json()
         wave["running"].pop(item, None)
         self.save()
@@ -506,17 +510,8 @@ class _Batch:
             "notes": reply.notes[:2000],
         }
         if changed:
-            data["path"] = self.store.write(item, new)
-            batches.event(
-                self.batch_id,
-                "fix",
-                item=item,
-                via="screen",
-                criterion=criterion,
-                before_sha256=_digest(text),
-                after_sha256=_digest(new),
-                path=data["path"],
-                notes=reply.notes[:2000],
+            data["path"] = self.change(
+                item, text, new, via="screen", criterion=criterion, notes=reply.notes[:2000]
             )
         return data
 
