@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
-import os
 import re
 import secrets
 import time
@@ -31,6 +30,7 @@ from santa_method.core.batch import ItemOutcome
 from santa_method.core.errors import InputError
 from santa_method.state import log as runlog
 from santa_method.state import runs
+from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import ensure_santa_dir, santa_dir
 
 STATE_VERSION = 1
@@ -124,10 +124,7 @@ def open_batch(
 
 
 def save(state: dict[str, Any]) -> None:
-    folder = batch_dir(state["id"])
-    tmp = folder / f"state.json.{os.getpid()}.{secrets.token_hex(3)}.tmp"
-    tmp.write_text(json.dumps(state, indent=1, ensure_ascii=True), encoding="utf-8")
-    os.replace(tmp, folder / "state.json")
+    write_atomic(batch_dir(state["id"]) / "state.json", state, indent=1)
 
 
 def load(batch_id: str) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, MergedIssue, Rubric, ValidationResult
 from santa_method.state import log as runlog
 from santa_method.state import transcripts
+from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import default_log_path, ensure_santa_dir, santa_dir
 
 PRE_CHECK_TIMEOUT = 900
@@ -92,10 +93,7 @@ def _locked(run_id: str) -> Iterator[dict[str, Any]]:
 
 
 def _save(folder: Path, state: dict[str, Any]) -> None:
-    tmp = folder / f"state.json.{os.getpid()}.tmp"
-    # ASCII escapes: a reply may hold lone surrogates, which UTF-8 cannot encode.
-    tmp.write_text(json.dumps(state, indent=2, ensure_ascii=True), encoding="utf-8")
-    os.replace(tmp, folder / "state.json")
+    write_atomic(folder / "state.json", state, indent=2)
 
 
 def load(run_id: str) -> dict[str, Any]:

@@ -57,7 +57,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -76,6 +75,7 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.state.jsonfile import write_atomic
 
 STATE_VERSION = 1
 ATTEMPTS = 2  # a failed result is sent once more, then it is a BackendError
@@ -183,19 +183,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         return "rv-" + hashlib.sha256(f"{base}:{occurrence}".encode()).hexdigest()[:48]
 
     def _save(self) -> None:
-        folder = self.state_path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".batch-state-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self._state, handle, ensure_ascii=False, separators=(",", ":"))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.state_path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(self.state_path, self._state, durable=True)
 
     # -- one review -------------------------------------------------------------
 
