@@ -143,7 +143,9 @@ def test_fixer_edits_the_working_copy_then_nice(
     assert working.read_text() == result.output == original.replace("1999", "2024")
     fixer_requests = server.requests_for(FIXER)
     assert len(fixer_requests) == 3
-    assert working_copy(fixer_requests[0].body) == str(working)
+    # The fixer edits a copy alone in a scratch folder; the loop takes its text back.
+    edited = Path(working_copy(fixer_requests[0].body))
+    assert edited.name == working.name and edited != working and not edited.exists()
     assert "Edit" in fixer_requests[0].tools
     (fix,) = records(project, result.run_id, "fix")
     # Three fixer requests at the stub's 100 in / 20 out each.
@@ -216,3 +218,65 @@ def test_cache_warm_starts_the_others_once_the_first_streams(
     assert first.conversation != second.conversation
     assert second.arrived - first.arrived >= 1.0  # waited for the first stream to begin
     assert first.finished is not None and second.arrived < first.finished  # not for its end
+
+
+def test_in_place_the_fixer_cannot_change_any_other_file(
+    stub_server, claude_env, claude_cli, project, target
+):
+    """Only the flagged text can change: an edit beside it is refused, so
+    nothing unreviewed ships even when the user's file is edited in place."""
+    other = project / "other.py"
+    other.write_text("SAFE = True\n", encoding="utf-8")
+
+    def reviewer(body: dict[str, Any]) -> Json:
+        if "1999" in first_user_text(body):
+            return Json(failing_review(body))
+        return Json(passing(body))
+
+    def copy(body: dict[str, Any]) -> str:
+        found = re.search(r"The file to edit is (.+?) \(a working copy\)", first_user_text(body))
+        assert found
+        return found.group(1)
+
+    server = stub_server(
+        {
+            REVIEWER: reviewer,
+            FIXER: [
+                lambda body: ToolUse(
+                    "Edit", {"file_path": copy(body), "old_string": "1999", "new_string": "2024"}
+                ),
+                lambda body: ToolUse(
+                    "Write", {"file_path": str(other), "content": "SAFE = False  # side edit\n"}
+                ),
+                Text("1. fixed: year"),
+            ],
+        }
+    )
+    result = verify_sync(
+        SPEC, target, backend=backend(server, claude_env, claude_cli), in_place=True
+    )
+    assert result.verdict == "NICE", result.to_json()
+    assert "2024" in target.read_text()
+    assert other.read_text() == "SAFE = True\n"
+
+
+def test_a_reviewer_cannot_read_santas_own_folder(
+    stub_server, claude_env, claude_cli, project, target
+):
+    """Reviewers may read the project, not earlier rounds or other replies."""
+    target.write_text("# Tool\n\nReleased in 2024.\n\n## License\nMIT\n", encoding="utf-8")
+    secret = project / ".santa" / "runs" / "earlier" / "state.json"
+    secret.parent.mkdir(parents=True)
+    secret.write_text('{"note": "the year is wrong"}', encoding="utf-8")
+    seen: dict[str, str] = {}
+
+    def reviewer(body: dict[str, Any]) -> Any:
+        if "tool_result" not in str(conversation(body)):
+            return ToolUse("Read", {"file_path": str(secret)})
+        seen["result"] = str(conversation(body))
+        return Json(passing(body))
+
+    server = stub_server({REVIEWER: reviewer})
+    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    assert result.verdict == "NICE", result.to_json()
+    assert "the year is wrong" not in seen["result"]

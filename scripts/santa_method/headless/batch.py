@@ -488,16 +488,21 @@ class _Batch:
         )
         scratch = self.store.folder / "work" / f"fix-{_digest(item, criterion)[:12]}.txt"
         scratch.write_text(text, encoding="utf-8")
-        reply = await self.impl.fix(
-            FixRequest(
-                assignment=assignment,
-                target_path=str(scratch),
-                output=text,
-                model=self.s["fixer_model"],
-                timeout=self.s["timeout"],
-                project_dir=self.s["project_dir"],
-            )
+        request = FixRequest(
+            assignment=assignment,
+            target_path=str(scratch),
+            output=text,
+            model=self.s["fixer_model"],
+            timeout=self.s["timeout"],
+            project_dir=self.s["project_dir"],
         )
+        try:
+            async with asyncio.timeout(self.s["timeout"]):  # None: no limit
+                reply = await self.impl.fix(request)
+        except TimeoutError:
+            raise BackendError(
+                f"the screen's fixer timed out after {self.s['timeout']:g}s"
+            ) from None
         self.spend(reply.tokens, reply.cost_usd)
         new = reply.output if reply.output is not None else scratch.read_text(encoding="utf-8")
         scratch.unlink(missing_ok=True)

@@ -41,6 +41,9 @@ FIXER_SYSTEM = (
     "the flags listed, then end with one line per flag."
 )
 READ_ONLY = ["Read", "Grep", "Glob"]
+# Reviewers may read the project, never santa's own folder: it holds other
+# reviewers' replies and earlier rounds (each review must be independent).
+PRIVATE = [f"{tool}(./.santa/**)" for tool in READ_ONLY]
 EDIT = ["Read", "Grep", "Glob", "Edit", "Write"]
 
 
@@ -186,6 +189,7 @@ class ClaudeBackend:
             system_prompt=REVIEWER_SYSTEM,
             tools=tools,
             allowed_tools=tools,
+            disallowed_tools=PRIVATE,
             permission_mode="dontAsk",
             setting_sources=[],
             cwd=request.project_dir,
@@ -231,33 +235,42 @@ class ClaudeBackend:
         )
 
     async def fix(self, request: FixRequest) -> FixReply:
-        sdk = _sdk()
+        import shutil
+        import tempfile
         from pathlib import Path
 
-        target = Path(request.target_path)
-        options = sdk.ClaudeAgentOptions(
-            system_prompt=FIXER_SYSTEM,
-            tools=EDIT,
-            allowed_tools=EDIT,
-            permission_mode="acceptEdits",
-            setting_sources=[],
-            # Edits are approved only inside the target's own folder: the
-            # working copy's (or, with --in-place, the user's file's) folder.
-            cwd=str(target.parent),
-            model=request.model,
-            max_turns=self.max_turns,
-            max_budget_usd=self.max_budget_usd,
-            env=self._env(),
-            cli_path=self.cli_path,
-        )
-        prompt = (
-            request.assignment
-            + f"\n\nThe file to edit is {target} (a working copy). Edit it in place with the "
-            "Edit or Write tool; do not print the whole output."
-        )
-        result = await self._run(prompt, options)
+        sdk = _sdk()
+        # The fixer edits a copy alone in a fresh folder (edits are approved
+        # only there) and the loop takes its text back: with --in-place too,
+        # no other file of the project can change unreviewed.
+        scratch = Path(tempfile.mkdtemp(prefix="santa-fix-"))
+        try:
+            copy = scratch / (Path(request.target_path).name or "output.txt")
+            copy.write_text(request.output, encoding="utf-8")
+            options = sdk.ClaudeAgentOptions(
+                system_prompt=FIXER_SYSTEM,
+                tools=EDIT,
+                allowed_tools=EDIT,
+                permission_mode="acceptEdits",
+                setting_sources=[],
+                cwd=str(scratch),
+                model=request.model,
+                max_turns=self.max_turns,
+                max_budget_usd=self.max_budget_usd,
+                env=self._env(),
+                cli_path=self.cli_path,
+            )
+            prompt = (
+                request.assignment
+                + f"\n\nThe file to edit is {copy} (a working copy). Edit it in place with the "
+                "Edit or Write tool; do not print the whole output."
+            )
+            result = await self._run(prompt, options)
+            output = copy.read_text(encoding="utf-8")
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         return FixReply(
-            output=None,
+            output=output,
             notes=result.result or "",
             tokens=_tokens(result),
             cost_usd=result.total_cost_usd,

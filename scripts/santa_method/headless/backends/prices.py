@@ -4,7 +4,8 @@ Why a table of our own: the Messages API reports tokens, not money, and
 takes full model ids, while people (and Claude Code) say `opus`/`sonnet`.
 Update `PRICES_AS_OF` with the table. Source: the price catalogue built
 into Claude Code 2.1.332 (see notes/sdks.md); cache writes are priced at
-1.25x input (5-minute TTL), cache reads at 0.1x input.
+1.25x input (5-minute TTL), cache reads at 0.1x input unless the catalogue
+lists a price of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Price:
 
     input: float
     output: float
+    listed_cache_read: float | None = None
+    """The catalogue's own cache-read price, where it gives one."""
 
     @property
     def cache_write(self) -> float:
@@ -36,6 +39,8 @@ class Price:
 
     @property
     def cache_read(self) -> float:
+        if self.listed_cache_read is not None:
+            return self.listed_cache_read
         return self.input * CACHE_READ_FACTOR
 
 
@@ -47,7 +52,7 @@ ALIASES: dict[str, str] = {
 
 PRICES: dict[str, Price] = {
     "claude-opus-5-5": Price(4.0, 20.0),
-    "claude-sonnet-5-5": Price(2.0, 10.0),
+    "claude-sonnet-5-5": Price(2.0, 10.0, listed_cache_read=0.10),
     "claude-haiku-5-5": Price(0.10, 0.50),
     "claude-opus-4-5": Price(5.0, 25.0),
     "claude-opus-4-6": Price(5.0, 25.0),
