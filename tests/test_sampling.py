@@ -597,3 +597,14 @@ def test_hypergeometric_interval_respects_what_was_seen() -> None:
     low, high = hypergeometric_interval(1, 20, 100)
     assert low >= 0.01 and high <= 0.81  # at least the one seen; at most all unseen
     assert hypergeometric_interval(0, 57, 1000)[0] == 0.0
+
+
+def test_an_excluded_id_that_matches_no_item_is_warned_about(tmp_path: Path) -> None:
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(f'{{"id": "i{n}"}}\n' for n in range(5)), encoding="utf-8")
+    skip = tmp_path / "skip.txt"
+    skip.write_text("i1\nnope\n", encoding="utf-8")
+    done = santa(tmp_path, str(items), "--exclude", str(skip), "--json")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["population"] == 4
+    assert "1 excluded id(s) match no item: nope" in done.stderr

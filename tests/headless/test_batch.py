@@ -672,3 +672,18 @@ def test_a_permanent_fixer_error_on_resume_escalates_instead_of_stranding(stub_s
     assert result.verdict == "ESCALATED"
     assert {o.item: o.status for o in result.outcomes}["item-0001"] == "escalated"
     assert len(server.requests_for(FIXER)) == 1
+
+
+def test_a_fixer_answering_prose_is_asked_once_more_then_its_item_escalates(stub_server, project):
+    from e2e.stub_server import Text
+
+    from .batch_helpers import fix, review
+
+    # First item: prose, then JSON (fixed). Second: prose twice (escalated, no resume needed).
+    replies = [Text("I fixed it."), fix, Text("Done, trust me."), Text("Still prose.")]
+    server = stub_server({REVIEWER: review, FIXER: replies})
+    result = run_batch(server, items_of(texts(3, {0, 2})), concurrency=1)
+    kinds = {o.item: o.status for o in result.outcomes}
+    assert kinds == {"item-0000": "fixed", "item-0001": "passed", "item-0002": "escalated"}
+    assert len(server.requests_for(FIXER)) == 4
+    assert result.verdict == "ESCALATED"

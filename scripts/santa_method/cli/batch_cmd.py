@@ -240,6 +240,9 @@ def _items(args: argparse.Namespace) -> list[Any]:
             found.append(BatchItem(item.id, item.stratum, path=item.path))
     if not found:
         raise InputError("the batch is empty: the ITEMS hold no item")
+    from santa_method.cli.sample_cmd import warn_unknown_exclusions
+
+    warn_unknown_exclusions(_exclusions(args), found)
     skip = set(_exclusions(args))
     for item in found:
         if item.id not in skip:

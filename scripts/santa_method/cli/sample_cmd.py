@@ -251,6 +251,20 @@ def read_items(args: list[str], strata_field: str | None = None) -> list[SourceI
     return items
 
 
+def warn_unknown_exclusions(exclude: list[str], items: list[Any]) -> None:
+    """A mistyped id excludes nothing: say so rather than sample it silently."""
+    import sys
+
+    known = {item.id for item in items}
+    unknown = [i for i in exclude if i not in known]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        print(
+            f"santa: warning: {len(unknown)} excluded id(s) match no item: {shown}",
+            file=sys.stderr,
+        )
+
+
 def read_exclusions(path: str) -> list[str]:
     """Ids from a plain list (one per line) or from an earlier `--json` plan."""
     from santa_method.cli._io import read_text
@@ -285,6 +299,7 @@ def run(args: argparse.Namespace) -> int:
 
     items = read_items(args.items, args.strata)
     exclude = read_exclusions(args.exclude) if args.exclude else []
+    warn_unknown_exclusions(exclude, items)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     ids = [item.id for item in items]
     strata = {item.id: item.stratum or _MISSING_STRATUM for item in items} if args.strata else None

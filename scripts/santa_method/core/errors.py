@@ -26,9 +26,9 @@ class BackendError(SantaError):
 
     `transient` says whether the same call may succeed later (overloaded,
     timed out, no credentials yet). A call that will fail the same way every
-    time (a request the API refuses as invalid, a fixer reply cut off or not
-    JSON) is not transient: resuming would only pay for it again, so the
-    run it belongs to is escalated instead of kept open.
+    time (a request too big to send, a fixer reply cut off, or no JSON when
+    asked twice) is not transient: resuming would only pay for it again, so
+    the run it belongs to is escalated instead of kept open.
     """
 
     exit_code = 3

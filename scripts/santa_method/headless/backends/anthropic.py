@@ -249,21 +249,30 @@ class AnthropicBackend:
             ],
             "output_config": {"format": {"type": "json_schema", "schema": FIX_SCHEMA}},
         }
-        message = await self._call(params, request.timeout, None)
-        tokens = _tokens(message.usage)
-        if message.stop_reason == "max_tokens":
-            raise BackendError(
-                f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})",
-                transient=False,
-            )
-        try:
-            data = json.loads(_text(message))
-            output = data["output"]
-            report = data.get("report") or []
-            if not isinstance(output, str):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            raise BackendError("the fixer did not return the corrected output as JSON") from None
+        tokens = Tokens()
+        # A reply that is no JSON is asked for once more; twice is this
+        # fixer's answer, and resuming would only pay for it again.
+        for attempt in (1, 2):
+            message = await self._call(params, request.timeout, None)
+            tokens = tokens + _tokens(message.usage)
+            if message.stop_reason == "max_tokens":
+                raise BackendError(
+                    f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})",
+                    transient=False,
+                )
+            try:
+                data = json.loads(_text(message))
+                output = data["output"]
+                report = data.get("report") or []
+                if not isinstance(output, str):
+                    raise TypeError
+                break
+            except (ValueError, KeyError, TypeError):
+                if attempt == 2:
+                    raise BackendError(
+                        "the fixer did not return the corrected output as JSON (asked twice)",
+                        transient=False,
+                    ) from None
         return FixReply(
             output=output,
             notes="\n".join(str(line) for line in report),
