@@ -16,14 +16,8 @@ import pytest
 
 from e2e.stub_server import Json, first_user_text
 
-CRITERIA = (
-    "factual-accuracy",
-    "no-hallucination",
-    "completeness",
-    "compliance",
-    "internal-consistency",
-    "technical-correctness",
-)
+from .scripted import CRITERIA
+
 _CANARY = re.compile(r"santa-canary: ([0-9a-f]+)\s*$")
 
 

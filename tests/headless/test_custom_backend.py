@@ -14,7 +14,7 @@ from santa_method.headless.backends.base import (
     Tokens,
 )
 
-from .conftest import CRITERIA
+from .scripted import year_review
 
 
 class Scripted:
@@ -27,20 +27,7 @@ class Scripted:
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
         self.requests.append(request)
-        canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
-        bad = "1999" in request.round_part
-        review = {
-            "verdict": "FAIL" if bad else "PASS",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if bad and c == "completeness" else "PASS"}
-                for c in CRITERIA
-            ],
-            "critical_issues": [{"criterion": "completeness", "issue": "old year", "quote": "1999"}]
-            if bad
-            else [],
-            "suggestions": [request.label],  # reviews differ, as real ones do
-            "canary": canary,
-        }
+        review = year_review(request)
         return ReviewReply(text="Here it is:\n" + json.dumps(review), tokens=Tokens(10, 5))
 
     async def fix(self, request: FixRequest) -> FixReply:

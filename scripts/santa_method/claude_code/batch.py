@@ -25,6 +25,7 @@ from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.types import Rubric
 from santa_method.state import batches, runs
 from santa_method.state import log as runlog
+from santa_method.state.atomic import replace_text
 from santa_method.state.batches import BatchItem, Book, ItemStore
 from santa_method.state.paths import ensure_santa_dir
 
@@ -69,7 +70,7 @@ def plan(
         if item.path is None:
             inputs.mkdir(parents=True, exist_ok=True)
             path = inputs / f"{index:06d}.txt"
-            path.write_text(item.text or "", encoding="utf-8")
+            replace_text(path, item.text or "")
             entry.update(path=str(path), record=item.record)
         else:
             entry["path"] = str(Path(item.path).resolve())
@@ -181,7 +182,7 @@ def _screen_rubric(state: dict[str, Any], criterion: str) -> dict[str, str]:
         "description": f"Batch {state['id']}: screen every unverified item for {criterion} only.",
         "criteria": [chosen.to_json()],
     }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    replace_text(path, yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     loaded = load_rubric(str(path))
     assert loaded is not None
     return {"path": str(path), "hash": rubric_hash(loaded)}

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from santa_method.state.atomic import replace_text
+
 REVIEWER_TYPES = frozenset({"santa-method:reviewer", "santa-reviewer"})
 FIXER_TYPES = frozenset({"santa-method:fixer", "santa-fixer"})
 MAX_BLOCKS = 2
@@ -380,7 +382,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     if not result.valid:
         if counter["blocks"] < MAX_BLOCKS:
             counter["blocks"] += 1
-            counter_file.write_text(json.dumps(counter))
+            replace_text(counter_file, json.dumps(counter))
             errors = "\n".join(f"- {e}" for e in result.errors)
             return block(
                 "Your review is not valid and was not counted. Fix exactly these problems and "
@@ -401,7 +403,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     if unverified and counter["quote_blocks"] < 1 and counter["blocks"] < MAX_BLOCKS:
         counter["blocks"] += 1
         counter["quote_blocks"] += 1
-        counter_file.write_text(json.dumps(counter))
+        replace_text(counter_file, json.dumps(counter))
         items = "\n".join(f"- {m}" for m in unverified)
         return block(
             "Some quotes do not occur in the output under review. For each, copy the exact text "

@@ -22,6 +22,7 @@ from typing import Any
 
 from santa_method.core.data import plugin_file
 from santa_method.core.errors import InputError
+from santa_method.state.atomic import replace_text
 
 HOOK_LAUNCHER = ".claude/santa/santa-hook"
 COMMANDS = ("verify", "batch", "metrics", "escape")
@@ -149,12 +150,12 @@ def init(directory: str | Path, *, force: bool = False) -> InitResult:
                 result.kept.append(rel)
                 continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
+        replace_text(path, content)
         if rel == HOOK_LAUNCHER:
             path.chmod(0o755)
         result.written.append(rel)
     if changed or not settings_path.exists():
         settings_path.parent.mkdir(parents=True, exist_ok=True)
-        settings_path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+        replace_text(settings_path, json.dumps(merged, indent=2) + "\n")
         result.settings = "updated"
     return result

@@ -25,6 +25,10 @@ Backends and credentials:
                        Claude Code login (pip install 'santa-method[claude]');
                        reviewers may read (never change) the project's files
 
+One run at a time may fix a file in place: a second --in-place run on the
+same file is refused. A run whose process died is listed by 'santa runs' as
+interrupted; --resume RUN continues it where it stopped.
+
 Exit codes: 0 NICE (shipped), 1 escalated or pre-check failed, 2 bad input,
 3 the backend failed (no credentials, auth refused, overloaded, timed out).
 The live view goes to stderr, the result to stdout (--json for machines).
@@ -36,6 +40,7 @@ examples:
   santa run --against README.md --spec-text "Has Install, Usage and License sections"
   santa run --against out.md --spec spec.md --models opus,sonnet --max-cost-usd 0.50 --json
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
+  santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
 """
 
 
@@ -47,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--against", metavar="FILE", required=True, help="the output under review")
-    spec = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--against", metavar="FILE", help="the output under review")
+    spec = p.add_mutually_exclusive_group()
     spec.add_argument("--spec", metavar="FILE", help="what the output must do ('-' for stdin)")
     spec.add_argument("--spec-text", metavar="TEXT", help="the spec as text")
     p.add_argument(
@@ -96,10 +101,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="let the fixer edit FILE itself (default: a working copy)",
     )
+    p.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue an interrupted run (see 'santa runs') with its own target, spec, rubric "
+        "and limits; only --backend, --timeout and --cache-warm may be given with it",
+    )
     p.add_argument("--log", metavar="PATH", help="the iteration log (default .santa/log.jsonl)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--quiet", action="store_true", help="no live view on stderr")
     p.set_defaults(func=run)
+
+
+_RUN_SETTINGS = (
+    "against",
+    "spec",
+    "spec_text",
+    "rubric",
+    "reviewers",
+    "models",
+    "max_fixes",
+    "max_cost_usd",
+    "pre_check",
+    "log",
+)
 
 
 class _LiveView:
@@ -146,6 +171,12 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.state.config import load_config
     from santa_method.state.paths import project_root
 
+    if args.resume is not None:
+        return _resume(args)
+    if args.against is None:
+        raise InputError("say what to verify: --against FILE (or --resume RUN)")
+    if args.spec is None and args.spec_text is None:
+        raise InputError("say what the output must do: --spec FILE or --spec-text TEXT")
     path = Path(args.against)
     if not path.is_file():
         raise InputError(f"cannot read output '{args.against}': no such file")
@@ -172,6 +203,30 @@ def run(args: argparse.Namespace) -> int:
         in_place=args.in_place,
         log=args.log or os.environ.get("SANTA_LOG") or (str(config.log) if config.log else None),
         on_event=view,
+    )
+    if args.json:
+        print_json(result.to_json())
+    else:
+        _print_readable(result)
+    return 0 if result.verdict == "NICE" else 1
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from santa_method.headless.resume import resume_sync
+
+    given = [name for name in _RUN_SETTINGS if getattr(args, name) is not None]
+    given += ["in_place"] if args.in_place else []
+    if given:
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise InputError(f"--resume continues the run with its own settings; drop {flags}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise InputError("--timeout must be positive")
+    result = resume_sync(
+        args.resume,
+        backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+        timeout=args.timeout,
+        cache_warm=args.cache_warm,
+        on_event=_LiveView(args.quiet),
     )
     if args.json:
         print_json(result.to_json())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from santa_method.cli._io import print_json
 from santa_method.core.errors import InputError
@@ -17,8 +18,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list runs, or show one run's history ('santa runs show ID')",
         description="List the runs recorded in the iteration log (id, started, rounds, outcome, "
         "target), or with 'show ID' print one run's history, event by event. Outcomes: shipped "
-        "(ship logged), nice (NICE gate, ship not logged yet), escalated, open. Reads the log only, "
-        "so runs whose .santa/runs/ folder is gone are still listed.",
+        "(ship logged), nice (NICE gate, ship not logged yet), escalated, open, interrupted (a "
+        "headless run whose process is gone: resume it with 'santa run --resume ID' or close it "
+        "with 'santa log escalate --run ID'). Reads the log (and, for open runs, their locks and "
+        "folders), so runs whose .santa/runs/ folder is gone are still listed.",
     )
     p.add_argument(
         "action", nargs="?", choices=("list", "show"), default="list", help="list (default) or show"
@@ -44,6 +47,7 @@ def _warn(warnings: list[str]) -> None:
 def run(args: argparse.Namespace) -> int:
     from santa_method.state.config import resolve_log_path
     from santa_method.state.history import run_history, summarise_runs
+    from santa_method.state.standing import annotate
 
     path = resolve_log_path(args.log)
     if args.action == "show":
@@ -65,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run_id:
         raise InputError("a run id goes with 'show': santa runs show ID")
     rows, warnings = summarise_runs(path, target=args.target)
+    rows = [annotate(r) for r in rows]
     _warn(warnings)
     if args.json:
         print_json(rows)
@@ -74,6 +79,23 @@ def run(args: argparse.Namespace) -> int:
         for r in rows:
             print(
                 f"{r['run_id']}  {r['started'][:19]}  rounds {r['rounds']}  "
-                f"{r['outcome']:<9} {r['target']}"
+                f"{r['outcome']:<11} {r['target']}"
             )
+        for r in rows:
+            if r["outcome"] == "interrupted":
+                print(_interrupted_line(r))
     return 0
+
+
+def _interrupted_line(row: dict[str, Any]) -> str:
+    """What a person does with a run whose process is gone."""
+    text = f"run {row['run_id']} was interrupted (its process is gone)"
+    if row.get("unreviewed_fix"):
+        text += (
+            f"; {row['target']} holds a fix no round reviewed yet (kept in {row['unreviewed_fix']})"
+        )
+    if row.get("resume"):
+        text += f": resume it with '{row['resume']}', or close it with '{row['close']}'"
+    else:
+        text += f" and its run folder is gone: close it with '{row['close']}'"
+    return text

@@ -37,6 +37,7 @@ from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
 from santa_method.headless.loop import first_error, resolve_backend, review_once, verify
 from santa_method.state import batches, runs
+from santa_method.state.atomic import replace_text
 from santa_method.state.batches import BatchItem, ItemStore
 
 EventHook = Callable[[str, dict[str, Any]], None]
@@ -487,7 +488,7 @@ class _Batch:
             spec=self.spec,
         )
         scratch = self.store.folder / "work" / f"fix-{_digest(item, criterion)[:12]}.txt"
-        scratch.write_text(text, encoding="utf-8")
+        replace_text(scratch, text)
         request = FixRequest(
             assignment=assignment,
             target_path=str(scratch),

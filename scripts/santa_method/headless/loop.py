@@ -21,7 +21,6 @@ import dataclasses
 import json
 import os
 import secrets
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,10 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
-from santa_method.state import runs
+from santa_method.state import locks, runs
+from santa_method.state.atomic import replace_bytes, replace_text
+from santa_method.state.unreviewed import describe as describe_fix
+from santa_method.state.unreviewed import keep_fix, unreviewed_fix
 
 MAX_REASKS = 2
 EventHook = Callable[[str, dict[str, Any]], None]
@@ -425,14 +427,14 @@ def _working_copy(
         folder = santa / "work" / secrets.token_hex(6)
         folder.mkdir(parents=True)
         copy = folder / source.name
-        shutil.copyfile(source, copy)
+        replace_bytes(copy, source.read_bytes())
         return copy, str(source)
     if in_place:
         raise InputError("in_place needs a file to edit, not output text")
     folder = santa / "work" / secrets.token_hex(6)
     folder.mkdir(parents=True)
     copy = folder / "output.txt"
-    copy.write_text(output, encoding="utf-8")
+    replace_text(copy, output)
     return copy, None
 
 
@@ -527,51 +529,75 @@ async def verify(
     work = santa / "work"
     work.mkdir(exist_ok=True)
     if not (work / ".gitignore").exists():
-        (work / ".gitignore").write_text("*\n", encoding="utf-8")
-    opened = None
-    if resume_run:
-        working = Path(runs.load(resume_run)["target"]["path"])
-        try:
-            opened = await _resume_point(run, resume_run, working)
-        except BaseException as exc:
-            # As in _guarded: only an interruption or a passing backend
-            # failure leaves the run open to be resumed again.
-            transient = isinstance(exc, asyncio.CancelledError) or (
-                isinstance(exc, BackendError) and exc.transient
+        replace_text(work / ".gitignore", "*\n")
+    with contextlib.ExitStack() as held:
+        fixing: set[Path] = set()
+
+        def fix_alone(path: Path) -> None:
+            """One run at a time fixes a user's file (a working copy is the run's own)."""
+            if not path.resolve().is_relative_to(work.resolve()) and path not in fixing:
+                held.enter_context(locks.fixing(path))
+                fixing.add(path)
+
+        opened = None
+        if resume_run:
+            # The run's own process is gone (its lock is free) before anyone resumes it.
+            held.enter_context(locks.owning(resume_run))
+            working = Path(runs.load(resume_run)["target"]["path"])
+            fix_alone(working)
+            try:
+                opened = await _resume_point(run, resume_run, working)
+            except BaseException as exc:
+                # As in _guarded: only an interruption or a passing backend
+                # failure leaves the run open to be resumed again.
+                transient = isinstance(exc, asyncio.CancelledError) or (
+                    isinstance(exc, BackendError) and exc.transient
+                )
+                if not (resumable and transient):
+                    _escalate_quietly(resume_run, f"the run stopped on an error: {exc}")
+                raise
+            if opened == "shipped":
+                return _result(run, resume_run, "NICE", working, None, [])
+            if opened == "escalated":
+                return _escalated(run, resume_run, working, None, ["the resumed run was refused"])
+            if opened is None:
+                _escalate_quietly(resume_run, "interrupted; verified again in a new run")
+        if opened is not None:
+            run_id = opened.run_id
+            run.emit(
+                "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True
             )
-            if not (resumable and transient):
-                _escalate_quietly(resume_run, f"the run stopped on an error: {exc}")
-            raise
-        if opened == "shipped":
-            return _result(run, resume_run, "NICE", working, None, [])
-        if opened == "escalated":
-            return _escalated(run, resume_run, working, None, ["the resumed run was refused"])
-        if opened is None:
-            _escalate_quietly(resume_run, "interrupted; verified again in a new run")
-    if opened is not None:
+            return await _guarded(
+                run, impl, opened, working, max_cost_usd, close_backend, resumable
+            )
+        working, original = _working_copy(santa, output, in_place)
+        fix_alone(working)
+        # Held from before the run exists until this process is done with it:
+        # a run no living process holds was interrupted (`santa runs` says so).
+        new_id = runs.new_run_id()
+        held.enter_context(locks.owning(new_id))
+        opened = runs.start_run(
+            target={"kind": "file", "path": str(working)},
+            spec=spec,
+            rubric=resolved,
+            rubric_name=resolved.name,
+            rubric_markdown=render_markdown(resolved),
+            rubric_hash=rubric_hash(resolved),
+            reviewers=reviewers,
+            max_fixes=max_fixes,
+            source="api",
+            models=[per_label[label] for label in labels_all] if models else None,
+            budget_usd=max_cost_usd,
+            pre_check=pre_check,
+            log_path=log,
+            cwd=root,
+            run_id=new_id,
+        )
         run_id = opened.run_id
-        run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True)
+        run.emit(
+            "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original
+        )
         return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, resumable)
-    working, original = _working_copy(santa, output, in_place)
-    opened = runs.start_run(
-        target={"kind": "file", "path": str(working)},
-        spec=spec,
-        rubric=resolved,
-        rubric_name=resolved.name,
-        rubric_markdown=render_markdown(resolved),
-        rubric_hash=rubric_hash(resolved),
-        reviewers=reviewers,
-        max_fixes=max_fixes,
-        source="api",
-        models=[per_label[label] for label in labels_all] if models else None,
-        budget_usd=max_cost_usd,
-        pre_check=pre_check,
-        log_path=log,
-        cwd=root,
-    )
-    run_id = opened.run_id
-    run.emit("run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original)
-    return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, resumable)
 
 
 async def _guarded(
@@ -744,7 +770,12 @@ async def _fix(
         ),
     )
     if fix.output is not None:
-        working.write_text(fix.output, encoding="utf-8")
+        # Kept with the run first: if the run ends before a round reviews
+        # it, the target is put back and this copy is what the report names.
+        keep_fix(run_id, round_number, fix.output)
+        replace_text(working, fix.output)
+    else:  # a backend that edited the target itself
+        keep_fix(run_id, round_number, working.read_text(encoding="utf-8"))
     run.spend(fix.tokens, fix.cost_usd, logged=False)
     data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
     data.update(run.take_unlogged())
@@ -788,6 +819,9 @@ def _escalated(
 
         report = str(write_report(run_id))
     run.emit("escalate", run_id=run_id, reasons=reasons, report=report)
+    found = unreviewed_fix(runs.load(run_id))
+    if found is not None:
+        run.warnings.append(describe_fix(found))
     return _result(run, run_id, "ESCALATED", working, report, reasons)
 
 

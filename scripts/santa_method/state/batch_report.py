@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from santa_method.state.atomic import replace_text
+
 
 def _money(value: Any) -> str:
     return f"${value:.4f}" if isinstance(value, int | float) else "unknown"
@@ -90,8 +92,6 @@ def to_markdown(data: dict[str, Any]) -> str:
 
 def write_batch_report(folder: Path, data: dict[str, Any]) -> Path:
     path = folder / "report.md"
-    path.write_text(to_markdown(data), encoding="utf-8")
-    (folder / "report.json").write_text(
-        json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    replace_text(path, to_markdown(data))
+    replace_text(folder / "report.json", json.dumps(data, indent=2, ensure_ascii=False))
     return path

@@ -30,6 +30,7 @@ from santa_method.core.batch import ItemOutcome
 from santa_method.core.errors import InputError
 from santa_method.state import log as runlog
 from santa_method.state import runs
+from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import ensure_santa_dir, santa_dir
 
@@ -72,7 +73,7 @@ def create(state: dict[str, Any]) -> Path:
     base = ensure_santa_dir() / "batches"
     base.mkdir(exist_ok=True)
     if not (base / ".gitignore").exists():
-        (base / ".gitignore").write_text("*\n", encoding="utf-8")
+        replace_text(base / ".gitignore", "*\n")
     folder = batch_dir(state["id"])
     folder.mkdir(parents=True)
     (folder / "work").mkdir()
@@ -119,7 +120,7 @@ def open_batch(
         "changed": {},
     }
     folder = create(state)
-    (folder / "spec.md").write_text(spec, encoding="utf-8")
+    replace_text(folder / "spec.md", spec)
     return state
 
 
@@ -251,12 +252,12 @@ class ItemStore:
         item = self.items[item_id]
         self.known(item_id, text)
         if item.path is not None and self.in_place:
-            Path(item.path).write_text(text, encoding="utf-8")
+            replace_text(Path(item.path), text)
             return item.path
         index = self.order.index(item_id)
         name = Path(item.path).name if item.path else "item.txt"
         path = self.folder / "work" / f"{index:06d}-{name}"
-        path.write_text(text, encoding="utf-8")
+        replace_text(path, text)
         self.state["changed"][item_id] = str(path)
         return str(path)
 
@@ -292,7 +293,7 @@ class ItemStore:
                 record[self.field] = self.text(item_id)
             lines.append(json.dumps(record, ensure_ascii=False))
         path = self.folder / "fixed.jsonl"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        replace_text(path, "\n".join(lines) + "\n")
         return str(path)
 
 

@@ -62,6 +62,7 @@ def summarise_runs(
                 "started": start.get("ts", ""),
                 "rounds": max(rounds) if rounds else 0,
                 "outcome": outcome(events),
+                "source": start.get("source"),
                 "escapes": sum(1 for e in events if e["event"] == "escape"),
             }
         )

@@ -11,6 +11,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from santa_method.state.atomic import replace_text
+
 GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\n"
 
 
@@ -49,7 +51,7 @@ def ensure_santa_dir(cwd: Path | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     ignore = path / ".gitignore"
     if not ignore.exists():
-        ignore.write_text(GITIGNORE, encoding="utf-8")
+        replace_text(ignore, GITIGNORE)
     return path
 
 

@@ -14,7 +14,10 @@ from typing import Any
 
 from santa_method.state import log as runlog
 from santa_method.state import runs
+from santa_method.state.atomic import replace_text
 from santa_method.state.redact import redact
+from santa_method.state.unreviewed import describe as describe_fix
+from santa_method.state.unreviewed import unreviewed_fix
 
 _META = ("run_id", "event", "ts")
 
@@ -118,7 +121,11 @@ def build(run_id: str) -> dict[str, Any]:
             if rec.get("event") == "waive"
         ],
         "cost": _cost(records),
+        "unreviewed_fix": None,
     }
+    found = unreviewed_fix(state) if state["status"] != "shipped" else None
+    if found is not None:
+        report["unreviewed_fix"] = {**found.to_json(), "sentence": describe_fix(found)}
     return redact(report)
 
 
@@ -169,6 +176,8 @@ def to_markdown(report: dict[str, Any]) -> str:
     if report["escalation_reasons"]:
         parts += ["", "## Why it escalated", ""]
         parts += [f"- {r}" for r in report["escalation_reasons"]]
+    if report.get("unreviewed_fix"):
+        parts += ["", "## Unreviewed fix", "", f"- {report['unreviewed_fix']['sentence']}"]
     parts += ["", "## Unresolved flags", ""]
     parts += [_flag_md(f) for f in report["unresolved"]] or ["- none"]
     if report["suspected_false_positives"]:
@@ -199,8 +208,6 @@ def write_report(run_id: str) -> Path:
     report = build(run_id)
     folder = runs.run_dir(run_id)
     path = folder / "report.md"
-    path.write_text(to_markdown(report), encoding="utf-8")
-    (folder / "report.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8"
-    )
+    replace_text(path, to_markdown(report))
+    replace_text(folder / "report.json", json.dumps(report, indent=2, ensure_ascii=False))
     return path

@@ -50,8 +50,9 @@ from santa_method.core.gate import default_labels, gate
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, MergedIssue, Rubric, ValidationResult
+from santa_method.state import locks, transcripts
 from santa_method.state import log as runlog
-from santa_method.state import transcripts
+from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import default_log_path, ensure_santa_dir, santa_dir
 
@@ -246,7 +247,8 @@ def _opened(state: dict[str, Any], rereview: bool) -> RoundOpened:
     )
 
 
-def _new_run_id() -> str:
+def new_run_id() -> str:
+    """A fresh run id (a caller may draw it first, to lock the run before it exists)."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
@@ -299,7 +301,7 @@ def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) 
         state["boundary"] = texts.boundary_for(spec, output)
     round_dir = folder / f"round-{number}"
     round_dir.mkdir(exist_ok=True)
-    (round_dir / "output.txt").write_text(output, encoding="utf-8")
+    replace_text(round_dir / "output.txt", output)
     path = round_dir / "assignment.md"
     labels = default_labels(state["reviewers"])
     r: dict[str, Any] = {
@@ -318,7 +320,7 @@ def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) 
         "gates": [],
     }
     body = _assignment_body(folder, state, r)
-    path.write_text(body, encoding="utf-8")
+    replace_text(path, body)
     r["assignment_sha256"] = sha256(body)
     return r
 
@@ -339,11 +341,15 @@ def start_run(
     pre_check: str | None = None,
     log_path: str | os.PathLike[str] | None = None,
     cwd: str | None = None,
+    run_id: str | None = None,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
 
     Nothing is written (no folder, no assignment, no log record) unless the
-    inputs are usable and the pre-check passed.
+    inputs are usable and the pre-check passed. The log's `run` record comes
+    first, so no run folder is ever without one: a process killed while it
+    writes the folder leaves a logged run without state, which `santa runs`
+    shows and `santa log escalate` closes.
     """
     if isinstance(reviewers, bool) or not isinstance(reviewers, int) or reviewers < 2:
         raise InputError("a run needs at least 2 reviewers")
@@ -359,12 +365,10 @@ def start_run(
         raise RefusedError("the output under review is empty; there is nothing to verify")
     _run_pre_check(pre_check, work_dir)
     ensure_santa_dir()
-    run_id = _new_run_id()
+    run_id = run_id or new_run_id()
     folder = run_dir(run_id)
-    folder.mkdir(parents=True)
-    (folder / "spec.md").write_text(spec, encoding="utf-8")
-    (folder / "rubric.md").write_text(rubric_markdown, encoding="utf-8")
-    (folder / "rubric.json").write_text(json.dumps(rubric.to_json(), indent=2), encoding="utf-8")
+    if folder.exists():
+        raise InputError(f"run {run_id} exists already")
     log_file = Path(log_path) if log_path else default_log_path()
     state: dict[str, Any] = {
         "version": STATE_VERSION,
@@ -391,13 +395,12 @@ def start_run(
         "fixer": None,
         "escalation": None,
     }
-    state["rounds"].append(_write_round(folder, state, 1, output))
     _log(
         state,
         "run",
         0,
         target=target_name(target),
-        target_sha256=state["rounds"][0]["output_sha256"],
+        target_sha256=sha256(output),
         spec_sha256=sha256(spec),
         rubric=rubric_name,
         rubric_hash=rubric_hash,
@@ -406,7 +409,17 @@ def start_run(
         source=source,
         max_fixes=max_fixes,
     )
-    _save(folder, state)
+    try:
+        folder.mkdir(parents=True)
+        replace_text(folder / "spec.md", spec)
+        replace_text(folder / "rubric.md", rubric_markdown)
+        replace_text(folder / "rubric.json", json.dumps(rubric.to_json(), indent=2))
+        state["rounds"].append(_write_round(folder, state, 1, output))
+        _save(folder, state)
+    except BaseException as exc:  # the logged run must not stay open with no folder
+        with contextlib.suppress(Exception):
+            _log(state, "escalate", 1, reason=f"the run folder could not be written: {exc}")
+        raise
     return _opened(state, False)
 
 
@@ -482,7 +495,7 @@ def next_round(run_id: str) -> RoundOpened:
                     current["slots"][label] = None
             if not _assignment_intact(current):
                 body = _assignment_body(run_dir(run_id), state, current)
-                Path(current["assignment"]).write_text(body, encoding="utf-8")
+                replace_text(Path(current["assignment"]), body)
             current["rereviews"] += 1
             current["open"] = True
             current["spawned"] = 0
@@ -594,7 +607,7 @@ def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str)
     except OSError:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    replace_bytes(target, data)
     return str(target)
 
 
@@ -1161,7 +1174,7 @@ def _write_fixer(
         ),
     )
     path = run_dir(run_id) / f"round-{current['round']}" / "fixer-assignment.md"
-    path.write_text(body, encoding="utf-8")
+    replace_text(path, body)
     instruction = texts.fixer_instruction(str(path), run_id, current["round"], name)
     state["fixer"] = {
         "round": current["round"],
@@ -1256,6 +1269,13 @@ def log_event(
     if not (run_dir(run_id) / "state.json").exists():
         return _log_without_state(run_id, event, iteration, data, log_path)
     report_needed = False
+    if event in ("ship", "fix", "escalate"):
+        driver = locks.driven_elsewhere(run_id)
+        if driver is not None:
+            raise RefusedError(
+                f"run {run_id} is being driven by {driver} right now; stop that process "
+                "(it escalates the run itself) or wait for it to end"
+            )
     with _locked(run_id) as state:
         _check_log_path(state, log_path)
         current = state["rounds"][-1]
@@ -1300,7 +1320,9 @@ def log_event(
         )
     if report_needed:
         from santa_method.state.report import write_report
+        from santa_method.state.unreviewed import restore_reviewed
 
+        restore_reviewed(run_id)
         write_report(run_id)
     return written
 
@@ -1317,11 +1339,19 @@ def _log_without_state(
     from santa_method.state.config import resolve_log_path
 
     path = resolve_log_path(log_path)
-    if event not in ("escape", "waive", "generate"):
+    if event not in ("escape", "waive", "generate", "escalate"):
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
     records = [r for r in runlog.read(path).records if r.get("run_id") == run_id]
     if not any(r.get("event") == "run" for r in records):
         raise InputError(f"no run '{run_id}' in the log {path}")
+    if event == "escalate":
+        # A run logged whose folder was never written (its process was
+        # killed first): closing it is all that is left to do.
+        from santa_method.state.history import outcome
+
+        if outcome(records) != "open" or locks.driven_elsewhere(run_id):
+            raise InputError(f"no run '{run_id}' under {runs_dir()}")
+        data["reason"] = str(data.get("reason") or "escalated by hand")
     if event == "escape" and not any(r.get("event") == "ship" for r in records):
         raise RefusedError(f"run {run_id} never shipped, so nothing escaped from it")
     return runlog.append(path, {"run_id": run_id, "event": event, "iteration": iteration, **data})

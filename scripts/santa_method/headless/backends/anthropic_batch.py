@@ -183,7 +183,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         return "rv-" + hashlib.sha256(f"{base}:{occurrence}".encode()).hexdigest()[:48]
 
     def _save(self) -> None:
-        write_atomic(self.state_path, self._state, durable=True)
+        write_atomic(self.state_path, self._state)
 
     # -- one review -------------------------------------------------------------
 

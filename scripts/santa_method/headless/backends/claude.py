@@ -30,6 +30,7 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.state.atomic import replace_text
 
 REVIEWER_SYSTEM = (
     "You are a santa-method reviewer: independent and context-isolated. You may read the "
@@ -246,7 +247,7 @@ class ClaudeBackend:
         scratch = Path(tempfile.mkdtemp(prefix="santa-fix-"))
         try:
             copy = scratch / (Path(request.target_path).name or "output.txt")
-            copy.write_text(request.output, encoding="utf-8")
+            replace_text(copy, request.output)
             options = sdk.ClaudeAgentOptions(
                 system_prompt=FIXER_SYSTEM,
                 tools=EDIT,

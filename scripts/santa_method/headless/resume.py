@@ -1,0 +1,104 @@
+"""Resuming an interrupted headless run (`santa run --resume RUN`).
+
+Why it reads everything from the run: a resumed run must be the run that
+was interrupted (same target, spec, rubric, reviewers, cap, pre-check and
+budget), or its earlier rounds would count toward a different question.
+Only how to reach the models (backend, timeout, cache warming) is the
+caller's. The loop then continues where the run stopped (its open round,
+its pending fix, or the round its last gate asked for), as a batch's runs
+resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from santa_method.core.errors import InputError, RefusedError
+from santa_method.headless.backends.base import Backend
+from santa_method.headless.loop import EventHook, VerifyResult, verify
+from santa_method.state import locks, runs
+from santa_method.state import log as runlog
+from santa_method.state.paths import santa_dir
+
+
+def _resumable(run_id: str) -> dict[str, Any]:
+    """The run's state, or the sentence that says why it cannot be resumed."""
+    try:
+        state = runs.load(run_id)
+    except InputError:
+        raise InputError(
+            f"run {run_id} has no state to resume from (no folder under {runs.runs_dir()}); "
+            f"close it with 'santa log escalate --run {run_id}'"
+        ) from None
+    if state["status"] != "open":
+        raise RefusedError(f"run {run_id} is {state['status']}; only an open run resumes")
+    driver = locks.driven_elsewhere(run_id)
+    if driver is not None:
+        raise InputError(f"run {run_id} is being driven by another process ({driver}) right now")
+    if state["source"] != "api":
+        step = runs.describe(run_id)["next_step"]
+        raise InputError(
+            f"run {run_id} is driven step by step (source {state['source']}), not by santa run"
+            + (f"; its next step is '{step}'" if step else "")
+        )
+    return state
+
+
+def _budget_left(state: dict[str, Any]) -> float | None:
+    budget = state.get("budget_usd")
+    if budget is None:
+        return None
+    spent = runs.logged_cost(runlog.read(state["log"]).records, state["id"]) or 0.0
+    if spent >= budget:
+        raise RefusedError(
+            f"run {state['id']} has spent ${spent:.4f} of its ${budget:.2f} budget; close it "
+            f"with 'santa log escalate --run {state['id']}'"
+        )
+    return budget - spent
+
+
+async def resume(
+    run_id: str,
+    *,
+    backend: str | Backend = "anthropic",
+    timeout: float | None = None,
+    cache_warm: bool = False,
+    on_event: EventHook | None = None,
+) -> VerifyResult:
+    """Continue the interrupted headless run `run_id` to NICE or escalated.
+
+    Refused (InputError) while another process drives it, and for runs that
+    are closed or driven step by step.
+    """
+    from santa_method.core.rubric import rubric_from_json
+
+    state = _resumable(run_id)
+    folder = runs.run_dir(run_id)
+    rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
+    target = Path(state["target"]["path"])
+    in_place = not target.resolve().is_relative_to((santa_dir() / "work").resolve())
+    return await verify(
+        (folder / "spec.md").read_text(encoding="utf-8"),
+        target,
+        rubric=rubric,
+        reviewers=state["reviewers"],
+        models=state.get("models"),
+        backend=backend,
+        max_fixes=state["max_fixes"],
+        max_cost_usd=_budget_left(state),
+        timeout=timeout,
+        cache_warm=cache_warm,
+        pre_check=state.get("pre_check"),
+        in_place=in_place,
+        on_event=on_event,
+        project_dir=state["cwd"],
+        resume_run=run_id,
+    )
+
+
+def resume_sync(run_id: str, **kwargs: Any) -> VerifyResult:
+    """`resume` for synchronous callers (not from inside a running event loop)."""
+    return asyncio.run(resume(run_id, **kwargs))

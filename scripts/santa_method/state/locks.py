@@ -1,0 +1,142 @@
+"""Locks a process holds while it lives, and asking whether one is held.
+
+Why `flock` on a lock file: the kernel drops the lock when its process
+ends, however it ends (kill -9 included), so a crash never leaves a stale
+lock behind and nothing has to guess from a pid whether its owner lives.
+The file keeps the holder's pid, only so that a refusal can name it.
+
+Two kinds, under `.santa/locks/`:
+- a target's lock (`target-<digest>.lock`): one run at a time may fix a
+  given file in place; a second is refused with a sentence saying so;
+- a run's lock (`run-<id>.lock`): a headless run is owned by the process
+  that drives it; once no one holds it, the run was interrupted.
+
+Lock files are left in place when released: removing one while another
+process opens it would let two processes hold "the same" lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from santa_method.core.errors import InputError
+from santa_method.state.atomic import replace_text, temporaries
+from santa_method.state.paths import santa_dir
+
+_MINE: set[Path] = set()
+"""The locks this process holds (its own may be asked about from inside)."""
+
+
+def locks_dir() -> Path:
+    folder = santa_dir() / "locks"
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        replace_text(folder / ".gitignore", "*\n")
+    return folder
+
+
+def _holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode("ascii").strip() or "0")
+        if pid > 0:
+            return f"process {pid}"
+    return "another process"
+
+
+@contextlib.contextmanager
+def hold(path: Path, refusal: str) -> Iterator[None]:
+    """Hold the lock at `path` for the block, or raise InputError with
+    `refusal` (its `{holder}` names the process holding it) at once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(refusal.format(holder=_holder(fd))) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        _MINE.add(path)
+        try:
+            yield
+        finally:
+            _MINE.discard(path)
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
+
+
+def held(path: Path) -> bool:
+    """Whether a living process holds the lock at `path` (this one included)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def target_lock_path(target: str | os.PathLike[str]) -> Path:
+    """One lock per file, whatever path names it (a symlink, a relative path)."""
+    real = os.path.realpath(target)
+    digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return locks_dir() / f"target-{digest}.lock"
+
+
+@contextlib.contextmanager
+def fixing(target: str | os.PathLike[str]) -> Iterator[None]:
+    """One run at a time fixes `target` in place."""
+    refusal = (
+        f"'{target}' is being fixed in place by another santa run ({{holder}}); wait for it "
+        "to end, or verify a working copy (without --in-place)"
+    )
+    with hold(target_lock_path(target), refusal):
+        _remove_stale_temporaries(Path(os.path.realpath(target)))
+        yield
+
+
+def _remove_stale_temporaries(real: Path) -> None:
+    """A run killed while it replaced the file left its temporary beside it;
+    with the target's lock held, no living run is writing one."""
+    for stale in temporaries(real):
+        with contextlib.suppress(OSError):
+            stale.unlink()
+
+
+def run_lock_path(run_id: str) -> Path:
+    return locks_dir() / f"run-{run_id}.lock"
+
+
+def owning(run_id: str) -> contextlib.AbstractContextManager[None]:
+    """This process drives the headless run `run_id` for the block."""
+    refusal = f"run {run_id} is being driven by another process ({{holder}}) right now"
+    return hold(run_lock_path(run_id), refusal)
+
+
+def owner_alive(run_id: str) -> bool:
+    """Whether a living process (this one included) drives the run."""
+    return held(run_lock_path(run_id))
+
+
+def driven_elsewhere(run_id: str) -> str | None:
+    """Who drives the run, when it is another living process; else None."""
+    path = run_lock_path(run_id)
+    if path in _MINE or not held(path):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return "another process"
+    try:
+        return _holder(fd)
+    finally:
+        os.close(fd)

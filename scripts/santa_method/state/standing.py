@@ -1,0 +1,47 @@
+"""Where an open run stands now: still driven, interrupted, or waiting.
+
+Why it is more than the log: a headless run (`source: api`) is driven by
+one process, which holds the run's lock while it lives (`state/locks.py`).
+When that process is gone (kill -9, a crash, a closed laptop) the log still
+says "open", but nothing will ever move the run on: it was interrupted, and
+a person resumes it (`santa run --resume ID`) or closes it (`santa log
+escalate --run ID`). Runs driven step by step (inside Claude Code, or with
+review files) have no owning process between steps and stay "open".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from santa_method.core.errors import InputError
+from santa_method.state import locks, runs
+from santa_method.state.unreviewed import unreviewed_fix
+
+
+def interrupted(run_id: str, source: Any) -> bool:
+    """A headless run no living process drives (call it for open runs only)."""
+    return source == "api" and not locks.owner_alive(run_id)
+
+
+def annotate(row: dict[str, Any]) -> dict[str, Any]:
+    """A `santa runs` row of an open run, with what stands now: `outcome`
+    becomes `interrupted` with the commands that resume or close it, and
+    `unreviewed_fix` names a fix the target holds that no round reviewed."""
+    if row.get("outcome") != "open" or not interrupted(row["run_id"], row.get("source")):
+        return row
+    row = {
+        **row,
+        "outcome": "interrupted",
+        "resume": f"santa run --resume {row['run_id']}",
+        "close": f"santa log escalate --run {row['run_id']}",
+        "unreviewed_fix": None,
+    }
+    try:
+        state = runs.load(row["run_id"])
+    except (InputError, OSError, ValueError):
+        row["resume"] = None  # nothing left to resume from: its folder is gone or unreadable
+        return row
+    found = unreviewed_fix(state)
+    if found is not None and found.holds == "fix":
+        row["unreviewed_fix"] = str(found.path)
+    return row

@@ -1,0 +1,194 @@
+"""Runs whose process dies: one run at a time fixes a file, a killed run is
+shown as interrupted (with what to do), resumes with `santa run --resume`
+or closes with `santa log escalate`, and no run folder is without its log
+entry.
+
+The first run is a real process (a scripted backend that stops inside a
+review), killed with SIGKILL as a crash or `kill -9` would end it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.stub_server import REVIEWER
+from santa_method.cli import main
+from santa_method.core.errors import InputError
+from santa_method.headless import verify_sync
+from santa_method.state import log as runlog
+from santa_method.state import runs
+
+from .conftest import pass_reply
+from .scripted import child_command
+from .test_unreviewed_fix import FIXED, SPEC, Scripted
+
+
+def _start(project: Path, target: Path, mode: str) -> subprocess.Popen[bytes]:
+    """A run in its own process, stopped inside a review (`mode` says which)."""
+    marker = project.parent / f"marker-{mode}"
+    marker.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        child_command(project.parent, target, stop=marker, stop_at=mode),
+        cwd=project,
+        env={**os.environ, "SANTA_HOME": str(project / ".santa")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the run never reached its review: {proc.communicate()[1]!r}")
+        time.sleep(0.02)
+    return proc
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _rows(capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, Any]]:
+    assert main(["runs", "--json"]) == 0
+    return {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+
+
+def test_one_run_at_a_time_fixes_a_file_and_a_crash_frees_it(project, target, capsys):
+    first = _start(project, target, "round-1")
+    try:
+        with pytest.raises(InputError) as refused:
+            verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+        assert str(refused.value) == (
+            f"'{target}' is being fixed in place by another santa run (process {first.pid}); "
+            "wait for it to end, or verify a working copy (without --in-place)"
+        )
+        # A working copy of the same file is no conflict.
+        assert verify_sync(SPEC, target, backend=Scripted()).verdict == "NICE"
+        (live,) = [r for r in _rows(capsys).values() if r["outcome"] == "open"]
+        assert "resume" not in live  # its process lives: not interrupted
+    finally:
+        _kill(first)
+    # The kernel dropped the dead process's lock: the file may be fixed again.
+    result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    assert result.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
+
+
+def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, capsys, monkeypatch):
+    proc = _start(project, target, "round-1")
+    _kill(proc)
+    (run_id,) = runs.list_run_ids()
+    row = _rows(capsys)[run_id]
+    assert row["outcome"] == "interrupted"
+    assert row["resume"] == f"santa run --resume {run_id}"
+    assert row["close"] == f"santa log escalate --run {run_id}"
+    assert row["unreviewed_fix"] is None
+    assert main(["runs"]) == 0
+    listing = capsys.readouterr().out
+    assert f"run {run_id} was interrupted (its process is gone): resume it with " in listing
+
+    server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    code = main(["run", "--resume", run_id, "--json", "--quiet"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["verdict"] == "NICE" and out["run_id"] == run_id
+    assert runs.load(run_id)["status"] == "shipped"
+    assert _rows(capsys)[run_id]["outcome"] == "shipped"
+    # Shipped: nothing is left to resume.
+    assert main(["run", "--resume", run_id, "--quiet"]) == 1
+    assert "is shipped; only an open run resumes" in capsys.readouterr().err
+
+
+def test_a_run_killed_after_its_fix_holds_an_unreviewed_fix(project, target, capsys):
+    original = target.read_text(encoding="utf-8")
+    proc = _start(project, target, "after-fix")
+    _kill(proc)
+    (run_id,) = runs.list_run_ids()
+    assert target.read_text(encoding="utf-8") == FIXED
+    kept = runs.run_dir(run_id) / "round-1" / "fix.txt"
+    row = _rows(capsys)[run_id]
+    assert row["outcome"] == "interrupted" and row["unreviewed_fix"] == str(kept)
+    assert main(["runs"]) == 0
+    assert "holds a fix no round reviewed yet" in capsys.readouterr().out
+    # Closing it puts the file back to what round 1 reviewed.
+    assert main(["log", "escalate", "--run", run_id]) == 0
+    capsys.readouterr()
+    assert target.read_text(encoding="utf-8") == original
+    assert _rows(capsys)[run_id]["outcome"] == "escalated"
+
+
+def test_a_live_run_cannot_be_resumed_or_closed_by_another_process(project, target, capsys):
+    proc = _start(project, target, "round-1")
+    try:
+        (run_id,) = runs.list_run_ids()
+        assert main(["run", "--resume", run_id, "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert f"run {run_id} is being driven by another process (process {proc.pid})" in err
+        assert main(["log", "escalate", "--run", run_id]) == 1
+        assert f"being driven by process {proc.pid} right now" in capsys.readouterr().err
+    finally:
+        _kill(proc)
+
+
+def test_resume_takes_the_run_settings_only(project, capsys):
+    assert main(["run", "--resume", "x", "--in-place", "--rubric", "code"]) == 2
+    err = capsys.readouterr().err
+    assert "drop --rubric, --in-place" in err
+    assert main(["run", "--quiet"]) == 2
+    assert "--against FILE (or --resume RUN)" in capsys.readouterr().err
+
+
+def test_a_step_by_step_run_is_not_resumed_by_santa_run(project, target, capsys):
+    assert main(["round", "start", "--against", str(target), "--spec-text", SPEC]) == 0
+    capsys.readouterr()
+    (run_id,) = runs.list_run_ids()
+    assert _rows(capsys)[run_id]["outcome"] == "open"  # no owning process: open as today
+    assert main(["run", "--resume", run_id, "--quiet"]) == 2
+    assert "is driven step by step" in capsys.readouterr().err
+
+
+def test_every_run_folder_has_its_log_entry(project, target):
+    """Killed the moment its run folder appears, a run is already in the log."""
+    line = "Released in 1999, " + "x" * 80 + "\n"
+    target.write_text(line * 30_000, encoding="utf-8")  # a few MB: writing it takes a while
+    base = project / ".santa" / "runs"
+    proc = subprocess.Popen(
+        child_command(project.parent, target, stop=project.parent / "m"),
+        cwd=project,
+        env={**os.environ, "SANTA_HOME": str(project / ".santa")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if base.is_dir() and any(p.name[0].isdigit() for p in base.iterdir()):
+            break
+        time.sleep(0.0005)
+    _kill(proc)
+    (folder,) = [p for p in base.iterdir() if p.name[0].isdigit()]
+    logged = runlog.read(project / ".santa" / "log.jsonl").records
+    assert any(r["run_id"] == folder.name and r["event"] == "run" for r in logged)
+
+
+def test_a_logged_run_without_a_folder_is_closed_by_escalate(project, capsys):
+    runlog.append(
+        project / ".santa" / "log.jsonl",
+        {"run_id": "20250101-000000-abcdef", "event": "run", "iteration": 0, "source": "api"},
+    )
+    row = _rows(capsys)["20250101-000000-abcdef"]
+    assert row["outcome"] == "interrupted" and row["resume"] is None
+    assert main(["runs"]) == 0
+    assert "its run folder is gone: close it with" in capsys.readouterr().out
+    assert main(["run", "--resume", "20250101-000000-abcdef", "--quiet"]) == 2
+    capsys.readouterr()
+    assert main(["log", "escalate", "--run", "20250101-000000-abcdef"]) == 0
+    capsys.readouterr()
+    assert _rows(capsys)["20250101-000000-abcdef"]["outcome"] == "escalated"
