@@ -382,7 +382,8 @@ def test_launcher_without_interpreter_says_how_to_fix(tmp_path: Path, tool_path:
     assert done.returncode == 2
     assert done.stdout == ""
     assert "start a new Claude Code session" in done.stderr
-    assert "pip install santa-method" in done.stderr
+    # A command that works as written: the plugin's own pinned requirements.
+    assert f"python3 -m pip install -r {ROOT}/scripts/requirements.txt" in done.stderr
 
 
 def pretooluse(subagent_type: str) -> str:

@@ -356,6 +356,9 @@ def test_vendored_hooks_refuse_when_no_helper_is_reachable(
             initialised, "PreToolUse", agent_call(kind, "anything"), no_helper, compact=compact
         )
         assert "not installed" in deny_reason(out), kind
+        # Says how to install it (it is not on PyPI, so never by name alone).
+        assert "pip install /path/to/santa-method" in deny_reason(out), kind
+        assert "pip install santa-method " not in deny_reason(out) + " ", kind
     _, out = run_hook(
         initialised, "PreToolUse", agent_call("general-purpose", "x"), no_helper, compact=compact
     )

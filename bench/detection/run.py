@@ -732,7 +732,7 @@ def backend_factory(
             import claude_agent_sdk  # noqa: F401
         except ImportError:
             raise BackendError(
-                "the claude backend needs claude-agent-sdk: pip install 'santa-method[claude]'"
+                "the claude backend needs claude-agent-sdk: pip install claude-agent-sdk"
             ) from None
         from santa_method.headless.backends.claude import ClaudeBackend
 

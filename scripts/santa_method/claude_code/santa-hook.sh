@@ -15,7 +15,7 @@ try() {
   exit 0
 }
 
-reason="santa-method is not installed in this repository's environment: pip install santa-method (or set SANTA_PYTHON)."
+reason="santa-method is not installed in this repository's environment: @INSTALL_HINT@ into it, or set SANTA_PYTHON."
 found=
 for py in "${SANTA_PYTHON:-}" "${CLAUDE_PROJECT_DIR:-.}/.venv/bin/python" python3; do
   [ -n "$py" ] || continue

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from santa_method import INSTALL_HINT
 from santa_method.core.data import plugin_file
 from santa_method.core.errors import InputError
 from santa_method.state.atomic import replace_text
@@ -73,7 +74,8 @@ def vendored_files() -> dict[str, str]:
     for name in COMMANDS:
         body = plugin_file(f"commands/{name}.md").read_text(encoding="utf-8")
         files[f".claude/commands/santa-{name}.md"] = _rename(body)
-    files[HOOK_LAUNCHER] = (Path(__file__).parent / "santa-hook.sh").read_text(encoding="utf-8")
+    launcher = (Path(__file__).parent / "santa-hook.sh").read_text(encoding="utf-8")
+    files[HOOK_LAUNCHER] = launcher.replace("@INSTALL_HINT@", INSTALL_HINT)
     return files
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from santa_method import INSTALL_HINT
 from santa_method.cli._io import print_json
 
 
@@ -13,8 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="set up the method in a repository without the plugin (writes DIR/.claude/)",
         description="Copy the santa skill, the commands (as /santa-verify, /santa-batch, /santa-metrics, "
         "/santa-escape), the agents (santa-reviewer, santa-fixer) and the hooks into DIR/.claude/, "
-        "merging .claude/settings.json without losing what is there. The helper must be installed in "
-        "the repository's environment (pip install santa-method) so `santa` is on PATH. Safe to run "
+        "merging .claude/settings.json without losing what is there. The hooks need the helper in "
+        f"the repository's environment: {INSTALL_HINT}. Safe to run "
         "again; files you changed are kept unless --force.",
     )
     p.add_argument(
@@ -41,4 +42,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"settings   .claude/settings.json {result.settings}")
     if not result.written and not result.kept:
         print("already up to date")
+    print(f"the hooks need the helper in this repository's environment; if it is missing, {INSTALL_HINT}")
     return 0

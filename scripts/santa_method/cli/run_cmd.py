@@ -20,9 +20,9 @@ reports as inside Claude Code.
 
 Backends and credentials:
   --backend anthropic  the Messages API; needs ANTHROPIC_API_KEY
-                       (pip install 'santa-method[anthropic]')
+                       (pip install anthropic)
   --backend claude     Claude Code through claude-agent-sdk; uses your
-                       Claude Code login (pip install 'santa-method[claude]');
+                       Claude Code login (pip install claude-agent-sdk);
                        reviewers may read (never change) the project's files
 
 One run at a time may fix a file in place: a second --in-place run on the

@@ -111,7 +111,7 @@ class AnthropicBackend:
             import anthropic
         except ImportError:
             raise BackendError(
-                "the anthropic backend needs the anthropic package: pip install 'santa-method[anthropic]'"
+                "the anthropic backend needs the anthropic package: pip install anthropic"
             ) from None
         # An AsyncAnthropic client is bound to the event loop it first ran on;
         # verify_sync() runs a new loop per call, so a backend reused across

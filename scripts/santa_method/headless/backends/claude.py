@@ -53,7 +53,7 @@ def _sdk() -> Any:
         import claude_agent_sdk
     except ImportError:
         raise BackendError(
-            "the claude backend needs claude-agent-sdk: pip install 'santa-method[claude]'"
+            "the claude backend needs claude-agent-sdk: pip install claude-agent-sdk"
         ) from None
     return claude_agent_sdk
 
@@ -165,7 +165,7 @@ class ClaudeBackend:
                         result = message
         except sdk.CLINotFoundError:
             raise BackendError(
-                "the Claude Code CLI was not found: reinstall 'santa-method[claude]' or pass cli_path"
+                "the Claude Code CLI was not found: reinstall claude-agent-sdk (it bundles the CLI) or pass cli_path"
             ) from None
         except sdk.ProcessError as exc:
             if result is not None and result.subtype == "error_max_structured_output_retries":
