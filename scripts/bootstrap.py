@@ -14,7 +14,9 @@ always the plugin's own copy.
 Work is skipped whenever it is not needed: `SANTA_SKIP_BOOTSTRAP=1`, an
 interpreter that already has the package at this version and its
 dependencies, or a venv whose stamp matches the requirements file's hash.
-A SessionStart hook must never break the session, so every failure ends in
+It also tells the user, once, when Claude Code copied local files (a
+`.venv`, a `.env`, `.santa/`) into the plugin's installed copy
+(install_check.py). A SessionStart hook must never break the session, so every failure ends in
 one clear message (stderr, and the hook's JSON for the user and model) and
 exit code 0.
 """
@@ -260,17 +262,46 @@ def export_python(python: str | Path) -> None:
         handle.write(f"export SANTA_PYTHON={shlex.quote(str(python))}\n")
 
 
-def report_failure(message: str) -> int:
-    text = f"santa-method: {message}"
-    print(text, file=sys.stderr)
+# What the session start must tell the user besides a failure (see install_notice).
+_NOTICES: list[str] = []
+
+
+def _tell(text: str) -> None:
+    """One hook answer on stdout: the user sees it, and so does the model."""
     if os.environ.get("CLAUDECODE") or os.environ.get("CLAUDE_PLUGIN_ROOT"):
-        # Exit 0 keeps the session going; the JSON makes sure someone sees why.
         hook_output = {
             "systemMessage": text,
             "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text},
         }
         print(json.dumps(hook_output))
+
+
+def report_failure(message: str) -> int:
+    text = f"santa-method: {message}"
+    print(text, file=sys.stderr)
+    # Exit 0 keeps the session going; the JSON makes sure someone sees why.
+    _tell("\n\n".join([*_NOTICES, text]))
+    _NOTICES.clear()
     return 0
+
+
+def install_notice() -> None:
+    """Queue the notice about local files copied into this installed copy.
+
+    Never breaks the session: any error here means no notice.
+    """
+    try:
+        here = str(Path(__file__).resolve().parent)
+        if here not in sys.path:
+            sys.path.insert(0, here)
+        from install_check import notice
+
+        text = notice(ROOT, os.environ.get("CLAUDE_PLUGIN_DATA"))
+    except Exception:
+        return
+    if text:
+        print(text, file=sys.stderr)
+        _NOTICES.append(text)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -302,6 +333,14 @@ def export_project_dir() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    install_notice()
+    code = _bootstrap(argv)
+    if _NOTICES:
+        _tell("\n\n".join(_NOTICES))
+    return code
+
+
+def _bootstrap(argv: list[str] | None) -> int:
     with contextlib.suppress(OSError):
         export_project_dir()
     if os.environ.get("SANTA_SKIP_BOOTSTRAP") == "1":
