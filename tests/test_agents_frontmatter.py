@@ -94,14 +94,24 @@ def test_skill_frontmatter_says_when_to_activate_and_when_not() -> None:
     assert body.strip()
 
 
-def test_skill_spawns_reviewers_by_their_plugin_and_vendored_names() -> None:
+def test_skill_spawns_reviewers_by_the_plugins_names_only() -> None:
+    """`santa init` renames them in its copy, so neither text needs the other's names."""
     _, body = split(ROOT / "SKILL.md")
-    for name in ("santa-method:reviewer", "santa-reviewer", "santa-method:fixer", "santa-fixer"):
+    for name in ("santa-method:reviewer", "santa-method:fixer"):
         assert name in body, name
+    for name in ("santa-reviewer", "santa-fixer", "vendored"):
+        assert name not in body, name
     assert "ONE turn" in body
     assert '"run_in_background": false' in body
-    assert "--source files" in body  # Pattern B
     assert "/santa-method:batch" in body
+
+
+def test_skill_is_about_claude_code_and_pattern_b_has_its_own_page() -> None:
+    _, body = split(ROOT / "SKILL.md")
+    for other_host in ("--source files", "Pattern B", "clear the context", "new session"):
+        assert other_host not in body, other_host
+    page = (ROOT / "docs" / "pattern-b.md").read_text(encoding="utf-8")
+    assert "Not for Claude Code" in page and "--source files" in page
 
 
 # --- agents ------------------------------------------------------------------

@@ -36,7 +36,7 @@ from santa_method.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
-DOCS = ("SKILL.md", "README.md", "commands/*.md", "agents/*.md")
+DOCS = ("SKILL.md", "README.md", "commands/*.md", "agents/*.md", "docs/*.md")
 
 
 @dataclass(frozen=True)

@@ -311,6 +311,9 @@ def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(project:
         for kind in ("santa-method:reviewer", "santa-reviewer"):
             reason = project.agent_call(kind, prompt).denied()
             assert "exactly the instruction" in reason, (label, kind, reason)
+            # What works: resend it (a new `round start` refuses while the round is open).
+            assert "Call the Agent tool again with that instruction" in reason
+            assert f"`santa runs show {project.run_id}` prints it again" in reason
     assert project.state()["rounds"][-1]["spawned"] == 0
     # Denials spent nothing: both slots are still there for the real thing.
     project.agent_call("santa-method:reviewer", project.instruction).allowed()

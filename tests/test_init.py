@@ -107,9 +107,13 @@ def test_files_are_vendored_with_vendored_names(initialised: Path) -> None:
     skill, _ = frontmatter((initialised / SKILL).read_text(encoding="utf-8"))
     assert skill["name"] == "santa-method" and skill["description"]
     skill_text = (initialised / SKILL).read_text(encoding="utf-8")
-    # The skill works under both agent names.
-    for name in ("santa-reviewer", "santa-fixer", "santa-method:reviewer"):
+    # The copies name the vendored agents only: nothing that does not exist here.
+    for name in ("santa-reviewer", "santa-fixer"):
         assert name in skill_text
+    for rel in (SKILL, *COMMANDS, REVIEWER, FIXER):
+        text = (initialised / rel).read_text(encoding="utf-8")
+        assert "santa-method:" not in text, rel
+        assert "vendored" not in text, rel
 
     reviewer, reviewer_body = frontmatter((initialised / REVIEWER).read_text(encoding="utf-8"))
     assert reviewer["name"] == "santa-reviewer" and reviewer["description"]

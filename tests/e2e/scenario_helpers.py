@@ -116,6 +116,7 @@ def run_claude(
     prompt: str = VERIFY,
     plugin: bool = True,
     timeout: float = CLAUDE_TIMEOUT,
+    extra: Sequence[str] = (),
 ) -> Finished:
     """``claude -p PROMPT`` in the project, tools allowed without prompts.
 
@@ -126,6 +127,7 @@ def run_claude(
     args += ["--allowedTools", "Bash", "Agent", "Read", "Write", "Edit", "Grep", "Glob"]
     if plugin:
         args += ["--plugin-dir", str(REPO)]
+    args += list(extra)  # e.g. --resume SESSION to continue a conversation
     started = time.monotonic()
     done = subprocess.run(
         args,

@@ -237,6 +237,9 @@ def test_misbehaving_main_agent_is_refused_at_every_step(
     assert len(spawns) == 4
     paraphrased, exact, *pair = spawns
     assert _denied(paraphrased) and "exactly the instruction" in paraphrased.result
+    # The way forward that works: resend the instruction (shown again by runs show).
+    assert f"`santa runs show {story.run_id}` prints it again" in paraphrased.result
+    assert "Do not run `santa round start` again" in paraphrased.result
     assert not exact.is_error
     # Of the two spawned in one turn for one open slot, exactly one is denied
     # (the guard's hooks run concurrently: which one wins is up to the race).

@@ -90,11 +90,7 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     if kind in REVIEWER_TYPES:
         found = runs.find_round(prompt)
         if found is None:
-            return deny(
-                "A santa reviewer must get exactly the instruction printed by `santa round start` "
-                "for the open round, character for character, and nothing else. Run "
-                "`santa round start ... --json` and pass its `instruction` unchanged."
-            )
+            return deny(reviewer_prompt_refusal())
         tool_use_id = payload.get("tool_use_id")
         refusal = runs.reserve_reviewer(
             *found, tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None
@@ -118,6 +114,24 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
             f"(santa-method:{role}, or santa-{role} when vendored), which has the right tools."
         )
     return None
+
+
+def reviewer_prompt_refusal() -> str:
+    """What a main agent that changed a reviewer's prompt is told: the way
+    forward that works (a second `santa round start` refuses while the round
+    is open)."""
+    open_ids = _open_run_ids()
+    where = (
+        f"`santa runs show {open_ids[0]}` prints it again"
+        if len(open_ids) == 1
+        else "`santa runs show RUN_ID` prints it again"
+    )
+    return (
+        "A santa reviewer must get exactly the instruction `santa round start` printed for the "
+        "open round (its `instruction`), character for character, and nothing else. Call the "
+        f"Agent tool again with that instruction, unchanged, as the prompt; {where}. Do not run "
+        "`santa round start` again: it refuses while the round is open."
+    )
 
 
 # --- PreToolUse guards on everything else that could bypass the loop --------
@@ -259,6 +273,17 @@ def _open_run_ids() -> list[str]:
     return open_ids
 
 
+def _last_copy_problem(command: str, payload: Mapping[str, Any]) -> Reply:
+    """A new run on `last` only if the copy is the previous reply (last_reply.py)."""
+    from santa_method.claude_code.last_reply import check_command
+
+    cwd = payload.get("cwd")
+    problem = check_command(
+        command, cwd if isinstance(cwd, str) else None, payload.get("transcript_path")
+    )
+    return deny(problem) if problem else None
+
+
 def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
     try:
         return _pretooluse_guard(payload)
@@ -272,14 +297,15 @@ def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
     if not isinstance(tool_input, Mapping):
         return None
     if tool == "Bash":
-        what = shell_problem(str(tool_input.get("command") or ""))
+        command = str(tool_input.get("command") or "")
+        what = shell_problem(command)
         if what:
             return deny(
                 f"This command {what}, which would bypass the santa loop. Use the santa "
                 "commands the skill lists (santa round start, santa gate --run, santa log, "
                 "santa report) and let the hooks do their part."
             )
-        return None
+        return _last_copy_problem(command, payload)
     if tool in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
         target = tool_input.get("file_path") or tool_input.get("notebook_path")
         if isinstance(target, str) and target:

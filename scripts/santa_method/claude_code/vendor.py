@@ -52,8 +52,11 @@ class InitResult:
 
 
 def _rename(text: str) -> str:
-    """Plugin names to vendored names: agents and slash commands."""
+    """Plugin names to vendored names, agents and slash commands, so the
+    copies name only what exists where they are (the plugin's texts name
+    only the plugin's)."""
     text = re.sub(r"/santa-method:(verify|batch|metrics|escape)\b", r"/santa-\1", text)
+    text = re.sub(r"\bsanta-method:(reviewer|fixer)\b", r"santa-\1", text)
     return text
 
 

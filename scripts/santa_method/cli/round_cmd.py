@@ -93,18 +93,52 @@ def run(args: argparse.Namespace) -> int:
                 f"{', '.join(given)} cannot change an existing run; drop them or omit --run"
             )
         opened = runs.next_round(args.run)
+        rubric = None
     else:
+        rubric = _rubric_choice(args)
         opened = _start(args)
     if args.json:
-        print_json(opened.to_json())
+        data = opened.to_json()
+        if rubric is not None:
+            data["rubric"] = rubric
+        print_json(data)
     else:
         kind = "re-review of" if opened.rereview else "opened"
         print(f"run {opened.run_id}: {kind} round {opened.round}")
+        if rubric is not None:
+            print(f"rubric: {rubric['name']} ({rubric['why']})")
         print(f"assignment: {opened.assignment}")
         print(f"reviewers to spawn now: {len(opened.open_slots)} ({', '.join(opened.open_slots)})")
         print("give each reviewer exactly this instruction:")
         print(opened.instruction)
     return 0
+
+
+def _rubric_choice(args: argparse.Namespace) -> dict[str, str]:
+    """Which rubric a new run uses and why: the flag, the config, or the default.
+
+    Printed so whoever reads the output (a model, above all) sees the choice
+    was made, not guessed.
+    """
+    from santa_method.state.config import config_path, load_config
+
+    if args.rubric is not None:
+        return {"name": args.rubric, "chosen_by": "flag", "why": "--rubric"}
+    configured = load_config()
+    path = config_path()
+    try:
+        import yaml
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+        data = None
+    if isinstance(data, dict) and "rubric" in data:
+        return {"name": configured.rubric, "chosen_by": "config", "why": f"rubric in {path}"}
+    return {
+        "name": configured.rubric,
+        "chosen_by": "default",
+        "why": "the default: no --rubric, and no rubric in .santa/config.yaml",
+    }
 
 
 def _batch_screen(args: argparse.Namespace) -> bool:

@@ -44,6 +44,21 @@ def _warn(warnings: list[str]) -> None:
         print(f"santa: warning: {w}", file=sys.stderr)
 
 
+def _print_open_round(run_id: str) -> None:
+    """The open round's instruction, again: a reviewer refused for a changed
+    prompt is spawned again with exactly this text."""
+    from santa_method.core.errors import SantaError
+    from santa_method.state import runs
+
+    try:
+        info = runs.describe(run_id)
+    except (SantaError, OSError, KeyError, ValueError):
+        return  # the run's folder is gone or unreadable: the log is all there is
+    if info["instruction"]:
+        print(f"round {info['round']} is open; give each reviewer exactly this instruction:")
+        print(info["instruction"])
+
+
 def run(args: argparse.Namespace) -> int:
     from santa_method.state.config import resolve_log_path
     from santa_method.state.history import run_history, summarise_runs
@@ -65,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         for e in events:
             brief = ", ".join(f"{k}={e[k]}" for k in _BRIEF_FIELDS if k in e)
             print(f"{e.get('ts', '')}  round {e.get('iteration')}  {e['event']:<9} {brief}")
+        _print_open_round(args.run_id)
         return 0
     if args.run_id:
         raise InputError("a run id goes with 'show': santa runs show ID")
