@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from test_plugin_manifest import claude_cli as bundled_cli
-from test_plugin_manifest import run_claude
+from test_plugin_manifest import cli_env, run_claude
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -77,15 +77,8 @@ def shell(lines: list[str], home: Path, substitutions: dict[str, str]) -> None:
     script = "\n".join(lines)
     for placeholder, value in substitutions.items():
         script = script.replace(placeholder, value)
-    env = {
-        "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "NO_COLOR": "1",
-    }
+    env = cli_env(home)
+    env["PATH"] = f"{bin_dir}:{env['PATH']}"
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
         cwd=home,

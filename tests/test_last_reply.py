@@ -77,8 +77,10 @@ def session(*current: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_previous_reply_is_the_last_turns_text() -> None:
-    records = session(assistant(text("I will copy my reply."), tool_use("t2"), ident="m3"))
-    assert previous_reply(records) == [REPLY, f"Let me look first.\n\n{REPLY}"]
+    assert previous_reply(session()) == [REPLY, f"Let me look first.\n\n{REPLY}"]
+    # What the agent says in the current turn ("write it, then verify it") counts too.
+    records = session(assistant(text("A new note."), tool_use("t2"), ident="m3"))
+    assert previous_reply(records) == [REPLY, f"Let me look first.\n\n{REPLY}", "A new note."]
 
 
 def test_one_message_split_over_records_is_joined() -> None:
@@ -94,6 +96,7 @@ def test_one_message_split_over_records_is_joined() -> None:
 def test_no_earlier_reply() -> None:
     assert previous_reply([user("verify your last reply")]) == []
     assert previous_reply([]) == []
+    assert previous_reply([user("a"), assistant(tool_use("t1")), tool_result("t1")]) == []
 
 
 def test_a_faithful_copy_passes_and_one_missing_sentence_is_named() -> None:

@@ -56,9 +56,9 @@ def claude_cli() -> Path:
     pytest.skip(message)
 
 
-def run_claude(args: list[str], home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Run the CLI with a throwaway home and no traffic beyond what the command needs."""
-    env = {
+def cli_env(home: Path) -> dict[str, str]:
+    """A throwaway home and no traffic beyond what a command needs."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -67,10 +67,14 @@ def run_claude(args: list[str], home: Path, cwd: Path | None = None) -> subproce
         "DISABLE_AUTOUPDATER": "1",
         "NO_COLOR": "1",
     }
+
+
+def run_claude(args: list[str], home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the CLI with a throwaway home and no traffic beyond what the command needs."""
     return subprocess.run(
         [str(claude_cli()), *args],
         cwd=cwd or home,
-        env=env,
+        env=cli_env(home),
         capture_output=True,
         text=True,
         timeout=120,

@@ -61,15 +61,23 @@ def _texts(record: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _readings(turn: list[tuple[str, str]]) -> list[str]:
+    """A turn's text read as a reply: each message (records sharing a message
+    id are one message, as Claude Code may store one message in parts), and
+    all of the turn's text in order."""
+    ids = list(dict.fromkeys(ident for ident, _ in turn))
+    messages = ["\n\n".join(text for ident, text in turn if ident == i) for i in ids]
+    return [*messages, "\n\n".join(text for _, text in turn)]
+
+
 def previous_reply(records: Iterable[Mapping[str, Any]]) -> list[str]:
     """The main agent's previous reply as the transcript holds it, as candidates.
 
-    The reply is the assistant text of the last turn before the current one
-    (the current turn starts at the last user prompt, the one that asked for
-    the verification). Two readings count as the reply: the turn's last
-    message, and all of the turn's text in order. Claude Code may store one
-    message as several records sharing its id; their texts are joined.
-    Empty when there is no earlier reply.
+    The previous reply is the assistant text of the last turn before the
+    current one (the current turn starts at the last user prompt, the one
+    that asked for the verification): its last message, or all its text.
+    Text the agent wrote in the current turn counts as well ("write it, then
+    verify it"). Empty when the agent has replied nothing yet.
     """
     turns: list[list[tuple[str, str]]] = [[]]  # per turn: (message id, text)
     for record in records:
@@ -80,13 +88,13 @@ def previous_reply(records: Iterable[Mapping[str, Any]]) -> list[str]:
             ident = str(message.get("id") or id(record)) if isinstance(message, Mapping) else ""
             turns[-1] += [(ident, text) for text in _texts(record)]
     earlier = [turn for turn in turns[:-1] if turn]
-    if not earlier:
-        return []
-    turn = earlier[-1]
-    last_id = turn[-1][0]
-    last_message = "\n\n".join(text for ident, text in turn if ident == last_id)
-    whole = "\n\n".join(text for _, text in turn)
-    return list(dict.fromkeys([last_message, whole]))
+    found: list[str] = []
+    if earlier:
+        readings = _readings(earlier[-1])
+        found += [readings[-2], readings[-1]]  # the last message, the whole turn
+    if turns[-1]:
+        found += _readings(turns[-1])
+    return list(dict.fromkeys(found))
 
 
 def normalise(text: str) -> str:
