@@ -11,8 +11,10 @@ from santa_method.cli._io import models_option, print_json, read_text
 from santa_method.core.errors import InputError
 
 DESCRIPTION = """\
-Verify FILE against a spec without Claude Code in the loop: independent
-reviewers (concurrent, each a fresh session) review it against the rubric,
+Verify FILE (--against), or the working tree's change against a git
+revision (--against-diff REV), against a spec without Claude Code in the
+loop: independent reviewers (concurrent, each a fresh session) review it
+against the rubric,
 the gate decides by code, a fixer changes only what was flagged in a
 working copy, and fresh reviewers review again, up to --max-fixes; then the
 run ships (NICE) or is escalated with a report. Same run state, log and
@@ -41,6 +43,8 @@ examples:
   santa run --against out.md --spec spec.md --models opus,sonnet --max-cost-usd 0.50 --json
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
+  santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
+  santa report RUN --format sarif --out santa.sarif
 """
 
 
@@ -52,7 +56,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--against", metavar="FILE", help="the output under review")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--against", metavar="FILE", help="the output under review")
+    what.add_argument(
+        "--against-diff",
+        metavar="REV",
+        help="review the working tree's change against git revision REV (tracked changes and "
+        "new untracked files), recomputed each round; quotes are placed on the changed file "
+        "and its new line. Fixes edit the checkout, so they need --in-place; --max-fixes 0 "
+        "reports only",
+    )
     spec = p.add_mutually_exclusive_group()
     spec.add_argument("--spec", metavar="FILE", help="what the output must do ('-' for stdin)")
     spec.add_argument("--spec-text", metavar="TEXT", help="the spec as text")
@@ -99,7 +112,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--in-place",
         action="store_true",
-        help="let the fixer edit FILE itself (default: a working copy)",
+        help="let the fixer edit FILE itself (default: a working copy); with --against-diff, "
+        "the changed files",
     )
     p.add_argument(
         "--resume",
@@ -115,6 +129,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 _RUN_SETTINGS = (
     "against",
+    "against_diff",
     "spec",
     "spec_text",
     "rubric",
@@ -173,13 +188,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resume is not None:
         return _resume(args)
-    if args.against is None:
-        raise InputError("say what to verify: --against FILE (or --resume RUN)")
+    if args.against is None and args.against_diff is None:
+        raise InputError(
+            "say what to verify: --against FILE or --against-diff REV (or --resume RUN)"
+        )
     if args.spec is None and args.spec_text is None:
         raise InputError("say what the output must do: --spec FILE or --spec-text TEXT")
-    path = Path(args.against)
-    if not path.is_file():
-        raise InputError(f"cannot read output '{args.against}': no such file")
+    path = None
+    if args.against is not None:
+        path = Path(args.against)
+        if not path.is_file():
+            raise InputError(f"cannot read output '{args.against}': no such file")
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
     models = models_option(args.models, config.models)
@@ -191,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
     result = verify_sync(
         spec,
         path,
+        against_diff=args.against_diff,
         rubric=args.rubric or config.rubric,
         reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
         models=models,
@@ -244,6 +264,12 @@ def _print_readable(result: Any) -> None:
     )
     for issue in result.issues:
         evidence = issue.get("quote") or issue.get("missing") or ""
+        spots = [
+            f"{p['path']}:{p['start_line']}" if p.get("start_line") else p["path"]
+            for p in issue.get("places") or []
+        ]
+        if spots:
+            evidence = f"{evidence} at {', '.join(spots)}" if evidence else f"at {spots[0]}"
         out.write(
             f"- [{issue['criterion']}] {issue['issue']}"
             + (f" ({evidence})" if evidence else "")

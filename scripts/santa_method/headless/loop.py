@@ -39,8 +39,10 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.state import locks, runs
 from santa_method.state.atomic import replace_bytes, replace_text
+from santa_method.state.formats.model import with_places
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import keep_fix, unreviewed_fix
 
@@ -112,6 +114,8 @@ class VerifyResult:
     backend: str
     warnings: list[str] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    target: str = ""
+    """What was verified: the file the caller named, or `diff:REV` for a change."""
 
     @property
     def issues(self) -> list[dict[str, Any]]:
@@ -132,6 +136,7 @@ class VerifyResult:
             "backend": self.backend,
             "warnings": self.warnings,
             "reasons": self.reasons,
+            "target": self.target,
         }
 
 
@@ -440,8 +445,9 @@ def _working_copy(
 
 async def verify(
     spec: str,
-    output: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
+    against_diff: str | None = None,
     rubric: str | Rubric = "base",
     reviewers: int = 2,
     models: Sequence[str] | None = None,
@@ -460,7 +466,9 @@ async def verify(
     close_backend: bool = True,
     resumable: bool = False,
 ) -> VerifyResult:
-    """Verify `output` (text, or a file given as a Path) against `spec`.
+    """Verify `output` (text, or a file given as a Path) against `spec`, or
+    with `against_diff=REV` the working tree's change against that git
+    revision (fixes then need `in_place`; see `headless/change.py`).
 
     Returns a VerifyResult whose verdict is NICE (shipped) or ESCALATED
     (report written). Raises RefusedError when the pre-check fails (no
@@ -491,6 +499,13 @@ async def verify(
             "go to a working copy it cannot see; use --in-place with --pre-check, or --max-fixes 0"
         )
     root = str(Path(project_dir).resolve()) if project_dir else str(project_root())
+    change = None
+    if against_diff is not None:
+        if output is not None or resume_run:
+            raise InputError("review either an output or a change (against_diff), not both")
+        change = open_change(against_diff, Path(root), in_place=in_place, max_fixes=max_fixes)
+    elif output is None:
+        raise InputError("say what to review: an output, or against_diff=REV for a change")
     resolved = (
         rubric
         if isinstance(rubric, Rubric)
@@ -570,14 +585,22 @@ async def verify(
             return await _guarded(
                 run, impl, opened, working, max_cost_usd, close_backend, resumable
             )
-        working, original = _working_copy(santa, output, in_place)
-        fix_alone(working)
+        working: Path | Change
+        if change is not None:
+            working, original, target = change, None, change.target
+        else:
+            assert output is not None
+            working, original = _working_copy(santa, output, in_place)
+            fix_alone(working)
+            target = {"kind": "file", "path": str(working)}
+            if original is not None:
+                target["original"] = original  # the user's file, which reports point at
         # Held from before the run exists until this process is done with it:
         # a run no living process holds was interrupted (`santa runs` says so).
         new_id = runs.new_run_id()
         held.enter_context(locks.owning(new_id))
         opened = runs.start_run(
-            target={"kind": "file", "path": str(working)},
+            target=target,
             spec=spec,
             rubric=resolved,
             rubric_name=resolved.name,
@@ -604,7 +627,7 @@ async def _guarded(
     run: _Run,
     impl: Backend,
     opened: Any,
-    working: Path,
+    working: Path | Change,
     max_cost_usd: float | None,
     close_backend: bool,
     resumable: bool,
@@ -645,7 +668,9 @@ def _escalate_quietly(run_id: str, reason: str) -> None:
             runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
 
 
-async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | None) -> VerifyResult:
+async def _drive(
+    run: _Run, opened: Any, working: Path | Change, max_cost_usd: float | None
+) -> VerifyResult:
     run_id = opened.run_id
     rubric_md = (runs.run_dir(run_id) / "rubric.md").read_text(encoding="utf-8")
     spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
@@ -692,7 +717,7 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
             round=opened.round,
             verdict=gate.verdict,
             next=gate.next,
-            issues=tuple(i.to_json() for i in gate.issues),
+            issues=tuple(with_places(run_id, opened.round, [i.to_json() for i in gate.issues])),
             reviewers=tuple(records),
             reasons=tuple(gate.reasons),
         )
@@ -751,31 +776,44 @@ async def _drive(run: _Run, opened: Any, working: Path, max_cost_usd: float | No
 
 
 async def _fix(
-    run: _Run, run_id: str, round_number: int, fixer_path: str, output: str, working: Path
+    run: _Run, run_id: str, round_number: int, fixer_path: str, output: str, working: Path | Change
 ) -> Any:
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = Path(fixer_path).read_text(encoding="utf-8")
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
-    fix = await run.call(
-        "the fixer",
-        run.backend.fix(
-            FixRequest(
-                assignment=fixer_text,
-                target_path=str(working),
-                output=output,
-                model=run.fixer_model,
-                timeout=run.timeout,
-                project_dir=run.project_dir,
-            )
-        ),
-    )
-    if fix.output is not None:
-        # Kept with the run first: if the run ends before a round reviews
-        # it, the target is put back and this copy is what the report names.
-        keep_fix(run_id, round_number, fix.output)
-        replace_text(working, fix.output)
-    else:  # a backend that edited the target itself
-        keep_fix(run_id, round_number, working.read_text(encoding="utf-8"))
+    if isinstance(working, Change):
+        # One fixer call per changed file, each file replaced atomically.
+        fix = await fix_change(
+            run.call,
+            run.backend,
+            run_id=run_id,
+            round_number=round_number,
+            diff=output,
+            change=working,
+            model=run.fixer_model,
+            timeout=run.timeout,
+        )
+    else:
+        fix = await run.call(
+            "the fixer",
+            run.backend.fix(
+                FixRequest(
+                    assignment=fixer_text,
+                    target_path=str(working),
+                    output=output,
+                    model=run.fixer_model,
+                    timeout=run.timeout,
+                    project_dir=run.project_dir,
+                )
+            ),
+        )
+        if fix.output is not None:
+            # Kept with the run first: if the run ends before a round reviews
+            # it, the target is put back and this copy is what the report names.
+            keep_fix(run_id, round_number, fix.output)
+            replace_text(working, fix.output)
+        else:  # a backend that edited the target itself
+            keep_fix(run_id, round_number, working.read_text(encoding="utf-8"))
     run.spend(fix.tokens, fix.cost_usd, logged=False)
     data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
     data.update(run.take_unlogged())
@@ -784,7 +822,7 @@ async def _fix(
     return fix
 
 
-async def _resume_point(run: _Run, run_id: str, working: Path) -> Any:
+async def _resume_point(run: _Run, run_id: str, working: Path | Change) -> Any:
     """Where an interrupted run goes on: its open round, its pending fix, or
     the round its last gate asked for; None when there is nothing to resume."""
     opened = runs.reopen(run_id)
@@ -812,7 +850,7 @@ async def _resume_point(run: _Run, run_id: str, working: Path) -> Any:
 
 
 def _escalated(
-    run: _Run, run_id: str, working: Path, report: str | None, reasons: list[str]
+    run: _Run, run_id: str, working: Path | Change, report: str | None, reasons: list[str]
 ) -> VerifyResult:
     if report is None:
         from santa_method.state.report import write_report
@@ -829,7 +867,7 @@ def _result(
     run: _Run,
     run_id: str,
     verdict: Literal["NICE", "ESCALATED"],
-    working: Path,
+    working: Path | Change,
     report: str | None,
     reasons: list[str],
 ) -> VerifyResult:
@@ -846,7 +884,13 @@ def _result(
         backend=run.backend.name,
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
+        target=_target_name(run_id),
     )
+
+
+def _target_name(run_id: str) -> str:
+    target = runs.load(run_id)["target"]
+    return str(target.get("original") or runs.target_name(target))
 
 
 def verify_sync(*args: Any, **kwargs: Any) -> VerifyResult:

@@ -35,6 +35,12 @@ def _resumable(run_id: str) -> dict[str, Any]:
         ) from None
     if state["status"] != "open":
         raise RefusedError(f"run {run_id} is {state['status']}; only an open run resumes")
+    if state["target"].get("kind") == "diff":
+        raise InputError(
+            f"run {run_id} reviewed a change ({runs.target_name(state['target'])}), which is "
+            "recomputed from the checkout: review it again with 'santa run --against-diff "
+            f"{state['target']['rev']}' instead of resuming"
+        )
     driver = locks.driven_elsewhere(run_id)
     if driver is not None:
         raise InputError(f"run {run_id} is being driven by another process ({driver}) right now")

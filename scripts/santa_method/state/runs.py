@@ -862,6 +862,12 @@ def _merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
     ]
 
 
+def last_flags(run_id: str) -> list[MergedIssue]:
+    """The merged flags of the run's last gate (what a fix is owed for)."""
+    gated = [r for r in load(run_id)["rounds"] if r["gates"]]
+    return _merged_from_json(gated[-1]["gates"][-1]["issues"]) if gated else []
+
+
 def _fill_from_files(
     state: dict[str, Any], files: Sequence[str], labels: Sequence[str] | None
 ) -> None:
@@ -1066,6 +1072,7 @@ def gate_run(
             "verdict": core.verdict,
             "next": decision.next,
             "issues": [i.to_json() for i in core.issues],
+            "suggestions": list(core.suggestions),
             "agreement": core.agreement,
             "reasons": reasons,
             "ts": _now(),

@@ -1,0 +1,139 @@
+"""Headless review of a change: the working tree against a git revision.
+
+Reviewers see what `santa round start --against-diff REV` shows them inside
+Claude Code: `git diff REV` plus the files git does not track yet,
+recomputed every round. Their quotes are placed on the changed file and its
+line in the new version (`core.locate`), in the result and in every report.
+
+Fixing a change means editing the checkout, so it is allowed only with
+`in_place` (`--in-place`); `max_fixes=0` reports only. The fixer works one
+changed file at a time: each call gets that file's whole text and only the
+problems placed in it (a problem quoting two files goes to both), through
+the same `Backend.fix` contract as a single file, and its answer replaces
+the file atomically. An omission that names no changed file goes to the
+first one. A deleted file cannot be fixed by editing it: its problems wait
+for a person.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from santa_method.core import assignment as texts
+from santa_method.core.errors import InputError
+from santa_method.core.locate import changed_paths, parse_diff, places_of
+from santa_method.core.types import MergedIssue
+from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
+from santa_method.state import runs
+from santa_method.state.atomic import replace_text
+
+
+@dataclass(frozen=True)
+class Change:
+    """The working tree's change against `rev`, in the git repository at `root`.
+
+    It stands where the loop keeps a file's working copy: `read_text` gives
+    what the reviewers are shown now (the diff), `str()` where it lives.
+    """
+
+    rev: str
+    root: Path
+
+    @property
+    def target(self) -> dict[str, Any]:
+        return {"kind": "diff", "rev": self.rev, "cwd": str(self.root)}
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return runs.read_target(self.target)
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+
+def open_change(rev: str, root: Path, *, in_place: bool, max_fixes: int) -> Change:
+    """The change to review, refused before anything is spent when the
+    revision is not a commit or fixes would edit the checkout unasked."""
+    runs.check_rev(rev, str(root))
+    if max_fixes > 0 and not in_place:
+        raise InputError(
+            "fixing a change edits the checkout: add --in-place (in_place=True) to allow it, "
+            "or --max-fixes 0 to review and report only"
+        )
+    return Change(rev, root)
+
+
+def flags_by_file(flags: list[MergedIssue], diff: str) -> dict[str, list[MergedIssue]]:
+    """Each changed file with the problems placed in it, in the diff's order."""
+    paths = changed_paths(diff)
+    out: dict[str, list[MergedIssue]] = {}
+    for flag in flags:
+        for spot in places_of(flag.to_json(), diff, paths, diff=True):
+            out.setdefault(spot.path, [])
+            if flag not in out[spot.path]:
+                out[spot.path].append(flag)
+    return {p: out[p] for p in paths if p in out}
+
+
+async def fix_change(
+    call: Callable[[str, Awaitable[FixReply]], Awaitable[FixReply]],
+    backend: Backend,
+    *,
+    run_id: str,
+    round_number: int,
+    diff: str,
+    change: Change,
+    model: str | None,
+    timeout: float | None,
+) -> FixReply:
+    """Fix each changed file that has problems; one reply summing them up."""
+    spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
+    deleted = {f.path for f in parse_diff(diff) if f.deleted}
+    notes: list[str] = []
+    tokens = Tokens()
+    cost: float | None = 0.0
+    used_model: str | None = None
+    for path, flags in flags_by_file(runs.last_flags(run_id), diff).items():
+        if path in deleted:
+            notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
+            continue
+        file = change.root / path
+        try:
+            content = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read the changed file {path}: {exc}") from None
+        assignment = texts.fixer_assignment(
+            run_id=run_id,
+            round_number=round_number,
+            target=path,
+            output=content,
+            flags=flags,
+            spec=spec,
+            boundary=texts.boundary_for(
+                content, spec, *(f.issue + (f.quote or "") + (f.missing or "") for f in flags)
+            ),
+        )
+        reply = await call(
+            f"the fixer ({path})",
+            backend.fix(
+                FixRequest(
+                    assignment=assignment,
+                    target_path=str(file),
+                    output=content,
+                    model=model,
+                    timeout=timeout,
+                    project_dir=str(change.root),
+                )
+            ),
+        )
+        if reply.output is not None and reply.output != content:
+            replace_text(file, reply.output)
+        tokens = tokens + reply.tokens
+        cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
+        used_model = used_model or reply.model
+        notes.append(f"{path}:\n{reply.notes}".rstrip())
+    return FixReply(
+        output=None, notes="\n".join(notes), tokens=tokens, cost_usd=cost, model=used_model
+    )
