@@ -113,7 +113,6 @@ def _result(problem: Problem, rule_index: dict[str, int]) -> dict[str, Any]:
         "ruleId": problem.rule,
         "ruleIndex": rule_index[problem.rule],
         "level": "error" if problem.blocking else "note",
-        "kind": "fail" if problem.blocking else "review",
         "message": {"text": _message(problem)},
         "locations": _location(problem),
         "partialFingerprints": {
