@@ -143,7 +143,7 @@ def test_resume_takes_the_run_settings_only(project, capsys):
     err = capsys.readouterr().err
     assert "drop --rubric, --in-place" in err
     assert main(["run", "--quiet"]) == 2
-    assert "--against FILE (or --resume RUN)" in capsys.readouterr().err
+    assert "--against FILE or --against-diff REV (or --resume RUN)" in capsys.readouterr().err
 
 
 def test_a_step_by_step_run_is_not_resumed_by_santa_run(project, target, capsys):
