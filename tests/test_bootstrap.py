@@ -23,6 +23,7 @@ from types import ModuleType
 import pytest
 
 import santa_method
+from santa_method.launch import UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOTSTRAP = ROOT / "scripts" / "bootstrap.py"
@@ -278,13 +279,11 @@ def test_install_lifecycle_offline(tmp_path: Path) -> None:
 
 
 def fake_python(path: Path, name: str, import_ok: bool = True) -> Path:
-    """An 'interpreter' that says who it is: `-c` answers the import check, `-m` prints."""
+    """An 'interpreter' that says who it is. Without the dependencies it answers the
+    launcher's check (SANTA_LAUNCHER_CHECK=1) as santa_method.launch does: exit 69."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = -c ]; then exit {0 if import_ok else 1}; fi\n'
-        f'printf "%s\\n" "{name}" "$PYTHONPATH" "$@"\n'
-    )
+    missing = "" if import_ok else f'[ "$SANTA_LAUNCHER_CHECK" = 1 ] && exit {UNAVAILABLE}\n'
+    path.write_text(f'#!/bin/sh\n{missing}printf "%s\\n" "{name}" "$PYTHONPATH" "$@"\n')
     path.chmod(0o755)
     return path
 

@@ -396,7 +396,7 @@ def test_vendored_hooks_refuse_when_the_helper_crashes(
     must not fail open: Claude Code lets a call through on a non-zero exit."""
     broken = tmp_path / "broken-python"
     broken.write_text(
-        '#!/bin/sh\ncase "$1" in -c) exit 0 ;; esac\necho \'{"partial\'\necho boom >&2\nexit 1\n',
+        "#!/bin/sh\necho '{\"partial'\necho boom >&2\nexit 1\n",
         encoding="utf-8",
     )
     broken.chmod(0o755)

@@ -1,5 +1,5 @@
 import sys
 
-from santa_method.cli import main
+from santa_method.launch import main
 
 sys.exit(main())

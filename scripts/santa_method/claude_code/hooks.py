@@ -19,36 +19,35 @@ Every internal error ends in a refusal (PreToolUse) or a stored failed review
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
-import shlex
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
-from santa_method.state.atomic import replace_text
+from santa_method.claude_code.protocol import (
+    FIXER_AGENTS,
+    HOOK_NAMES,
+    REVIEWER_AGENTS,
+    ROLES,
+    answer_text,
+    block,
+    deny,
+    fail_closed,
+    read_event,
+    vendored_agent,
+)
 
-REVIEWER_TYPES = frozenset({"santa-method:reviewer", "santa-reviewer"})
-FIXER_TYPES = frozenset({"santa-method:fixer", "santa-fixer"})
+# Imported for type checking only: the guard's path costs nothing it does not use.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, TypeAlias
+
+    Reply: TypeAlias = dict[str, Any] | None  # the JSON to print; None means "allow"
+
+REVIEWER_TYPES = REVIEWER_AGENTS
+FIXER_TYPES = FIXER_AGENTS
 MAX_BLOCKS = 2
-
-Reply = dict[str, Any] | None  # the JSON to print; None means "allow, print nothing"
-
-
-def deny(reason: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    }
-
-
-def block(reason: str) -> dict[str, Any]:
-    return {"decision": "block", "reason": reason}
 
 
 # --- PreToolUse on Agent ----------------------------------------------------
@@ -57,14 +56,12 @@ def block(reason: str) -> dict[str, Any]:
 def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     try:
         return _pretooluse_agent(payload)
-    except Exception as exc:  # fail closed for our own agents
-        tool_input = payload.get("tool_input") if isinstance(payload, Mapping) else None
-        kind = tool_input.get("subagent_type") if isinstance(tool_input, Mapping) else None
-        if kind in REVIEWER_TYPES | FIXER_TYPES or kind is None:
-            return deny(
-                f"santa-method could not check this agent call ({type(exc).__name__}: {exc})"
-            )
-        return None
+    except Exception as exc:
+        return fail_closed(
+            "pretooluse-agent",
+            payload if isinstance(payload, Mapping) else None,
+            f"santa-method could not check this agent call ({type(exc).__name__}: {exc})",
+        )
 
 
 def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
@@ -136,7 +133,6 @@ def reviewer_prompt_refusal() -> str:
 
 # --- PreToolUse guards on everything else that could bypass the loop --------
 
-HOOK_NAMES = frozenset({"pretooluse-agent", "pretooluse-guard", "subagent-stop"})
 _ENV_NAME = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)$")
 _ENV_ASSIGN = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)=")
 _WRITERS = frozenset(
@@ -147,6 +143,8 @@ _WRITERS = frozenset(
 def _tokens(command: str) -> list[str]:
     """The command's words as the shell would see them (quotes removed), so
     `santa 'hook' "subagent-stop"` reads like `santa hook subagent-stop`."""
+    import shlex  # only Bash commands need it
+
     try:
         return shlex.split(command, comments=False, posix=True)
     except ValueError:
@@ -212,69 +210,82 @@ def shell_problem(command: str, _depth: int = 0) -> str | None:
     return None
 
 
-def _santa_dir() -> Path:
-    from santa_method.state.paths import santa_dir
-
-    return santa_dir().resolve()
+def _real(path: str) -> str:
+    return os.path.realpath(path)
 
 
-def _transcripts_dir() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
-    return (Path(base) / "projects").resolve()
+def _inside(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or lies under it (both already resolved)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _santa_dir() -> str:
+    from santa_method.state.paths import santa_home
+
+    return _real(santa_home())
+
+
+def _transcripts_dir() -> str:
+    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return _real(os.path.join(base, "projects"))
 
 
 def _protected(path_text: str, cwd: str | None) -> str | None:
-    path = Path(path_text)
-    if not path.is_absolute():
-        path = Path(cwd or os.getcwd()) / path
-    path = path.resolve()
+    path = _real(os.path.join(cwd or os.getcwd(), path_text))
     santa = _santa_dir()
     for folder, what in (
-        (santa / "runs", "santa's run state"),
-        (santa / "batches", "santa's batch state"),
+        (os.path.join(santa, "runs"), "santa's run state"),
+        (os.path.join(santa, "batches"), "santa's batch state"),
         (_transcripts_dir(), "agent transcripts"),
     ):
-        if path == folder or folder in path.parents:
+        if _inside(path, folder):
             return what
-    if path.name == "log.jsonl" and path.parent == santa:
+    if os.path.basename(path) == "log.jsonl" and os.path.dirname(path) == santa:
         return "santa's iteration log"
     settings = [
-        (santa / "config.yaml", "santa's configuration"),
-        (santa / "rubrics", "santa's project rubrics"),
+        (os.path.join(santa, "config.yaml"), "santa's configuration"),
+        (os.path.join(santa, "rubrics"), "santa's project rubrics"),
     ]
-    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd()).resolve()
+    project = _real(os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd())
     settings += [
-        (project / ".claude" / "agents" / f"santa-{role}.md", "the santa agents")
-        for role in ("reviewer", "fixer")
+        (
+            os.path.join(project, ".claude", "agents", f"{vendored_agent(role)}.md"),
+            "the santa agents",
+        )
+        for role in ROLES
     ]
     settings += [
-        (project / ".claude" / name, "Claude Code's settings (its hooks)")
+        (os.path.join(project, ".claude", name), "Claude Code's settings (its hooks)")
         for name in ("settings.json", "settings.local.json")
     ]
     plugin = os.environ.get("CLAUDE_PLUGIN_ROOT")
     if plugin:
-        settings.append((Path(plugin).resolve(), "the santa-method plugin"))
+        settings.append((_real(plugin), "the santa-method plugin"))
     for folder, what in settings:
-        if (path == folder or folder in path.parents) and _open_run_ids():
+        if _inside(path, folder) and _open_run_ids():
             return what + " (while a santa run is open)"
     return None
 
 
 def _open_run_ids() -> list[str]:
-    from santa_method.state import runs
+    from santa_method.state.open_runs import open_run_ids
+    from santa_method.state.paths import santa_home
 
-    open_ids = []
-    for run_id in runs.list_run_ids():
-        try:
-            if runs.load(run_id)["status"] == "open":
-                open_ids.append(run_id)
-        except Exception:
-            continue
-    return open_ids
+    return open_run_ids(os.path.join(santa_home(), "runs"))
+
+
+_UNQUOTE = str.maketrans("", "", "'\"\\")
 
 
 def _last_copy_problem(command: str, payload: Mapping[str, Any]) -> Reply:
     """A new run on `last` only if the copy is the previous reply (last_reply.py)."""
+    # Only `santa round start` can open a run, however the shell (or a shell
+    # inside it) reads the command; reading it removes quotes and backslashes
+    # and nothing else. So a command without both words, once those are gone,
+    # opens no run, and every other Bash call skips the costly check.
+    plain = command.translate(_UNQUOTE)
+    if "round" not in plain or "start" not in plain:
+        return None
     from santa_method.claude_code.last_reply import check_command
 
     cwd = payload.get("cwd")
@@ -288,7 +299,11 @@ def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
     try:
         return _pretooluse_guard(payload)
     except Exception as exc:
-        return deny(f"santa-method could not check this tool call ({type(exc).__name__}: {exc})")
+        return fail_closed(
+            "pretooluse-guard",
+            payload,
+            f"santa-method could not check this tool call ({type(exc).__name__}: {exc})",
+        )
 
 
 def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
@@ -369,9 +384,12 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
+    import dataclasses
+
     from santa_method.core.review import unverified_quote_messages, validate_reply
     from santa_method.core.rubric import rubric_from_json, rubric_hash
     from santa_method.state import runs
+    from santa_method.state.atomic import replace_text
 
     run_id, round_number = found
     state = runs.load(run_id)
@@ -472,14 +490,8 @@ HANDLERS = {
 
 def run_hook(name: str, raw: str) -> str:
     """Run hook `name` on Claude Code's JSON input; return what to print."""
-    try:
-        payload = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError:
-        payload = None
     handler = HANDLERS[name]
-    if not isinstance(payload, dict):
-        if name.startswith("pretooluse"):
-            return json.dumps(deny("santa-method could not read the hook input"))
-        return ""
-    result = handler(payload)
-    return json.dumps(result) if result is not None else ""
+    payload = read_event(raw)
+    if payload is None:
+        return answer_text(fail_closed(name, None, "santa-method could not read the hook input"))
+    return answer_text(handler(payload))

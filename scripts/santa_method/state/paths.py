@@ -3,24 +3,32 @@
 It belongs at the project root, not wherever a shell happens to stand:
 `CLAUDE_PROJECT_DIR` (set by Claude Code), else the git top level, else the
 current directory. `SANTA_HOME` overrides all three (tests, unusual setups).
+
+The PreToolUse guard asks this on every tool call of a Claude Code session,
+so nothing but `os` is imported up front (`pathlib` and `subprocess` cost
+more than the guard's whole budget); `santa_home` answers as a plain string.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from santa_method.state.atomic import replace_text
 
 GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\n"
 
 
-def project_root(cwd: Path | None = None) -> Path:
-    here = Path(cwd) if cwd is not None else Path.cwd()
+def _root(cwd: Path | str | None) -> str:
+    here = os.fspath(cwd) if cwd is not None else os.getcwd()
     env = os.environ.get("CLAUDE_PROJECT_DIR")
     if env:
-        return Path(env)
+        return env
+    import subprocess
+
     try:
         top = subprocess.run(
             ["git", "rev-parse", "--show-toplevel"],
@@ -33,16 +41,29 @@ def project_root(cwd: Path | None = None) -> Path:
     except (OSError, subprocess.SubprocessError):
         return here
     if top.returncode == 0 and top.stdout.strip():
-        return Path(top.stdout.strip())
+        return top.stdout.strip()
     return here
+
+
+def project_root(cwd: Path | None = None) -> Path:
+    from pathlib import Path
+
+    return Path(_root(cwd))
+
+
+def santa_home(cwd: Path | str | None = None) -> str:
+    """The `.santa/` folder as a string (not created here)."""
+    env = os.environ.get("SANTA_HOME")
+    if env:
+        return env
+    return os.path.join(_root(cwd), ".santa")
 
 
 def santa_dir(cwd: Path | None = None) -> Path:
     """The `.santa/` folder (not created here)."""
-    env = os.environ.get("SANTA_HOME")
-    if env:
-        return Path(env)
-    return project_root(cwd) / ".santa"
+    from pathlib import Path
+
+    return Path(santa_home(cwd))
 
 
 def ensure_santa_dir(cwd: Path | None = None) -> Path:
@@ -60,6 +81,8 @@ def project_rubrics_dir(cwd: Path | None = None) -> Path:
 
 
 def default_log_path(cwd: Path | None = None) -> Path:
+    from pathlib import Path
+
     env = os.environ.get("SANTA_LOG")
     if env:
         return Path(env)

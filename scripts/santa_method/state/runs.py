@@ -54,6 +54,7 @@ from santa_method.state import locks, transcripts
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.jsonfile import write_atomic
+from santa_method.state.open_runs import mark_finished
 from santa_method.state.paths import default_log_path, ensure_santa_dir, santa_dir
 
 PRE_CHECK_TIMEOUT = 900
@@ -95,6 +96,8 @@ def _locked(run_id: str) -> Iterator[dict[str, Any]]:
 
 def _save(folder: Path, state: dict[str, Any]) -> None:
     write_atomic(folder / "state.json", state, indent=2)
+    # Only once the state itself says so: the guard trusts this mark.
+    mark_finished(str(folder.parent), folder.name, state["status"])
 
 
 def load(run_id: str) -> dict[str, Any]:
