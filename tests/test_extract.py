@@ -1,4 +1,4 @@
-"""Finding the verdict object in a reviewer's raw reply (DESIGN.md, "Extraction")."""
+"""Finding the verdict object in a reviewer's raw reply (ARCHITECTURE.md, "Extraction")."""
 
 from __future__ import annotations
 

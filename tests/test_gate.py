@@ -1,4 +1,4 @@
-"""The verdict gate: NICE only with at least two valid PASS reviews (DESIGN.md, "the gate")."""
+"""The verdict gate: NICE only with at least two valid PASS reviews (ARCHITECTURE.md, "The gate")."""
 
 from __future__ import annotations
 

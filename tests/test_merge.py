@@ -1,4 +1,4 @@
-"""Merging flags into distinct problems, exactly as DESIGN.md defines "same problem"."""
+"""Merging flags into distinct problems, exactly as ARCHITECTURE.md defines "same problem"."""
 # ruff: noqa: RUF001 - Chinese and Japanese text uses full-width punctuation on purpose
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The rules the helper enforces beyond the schema (DESIGN.md, "The review contract")."""
+"""The rules the helper enforces beyond the schema (ARCHITECTURE.md, "The review contract")."""
 
 from __future__ import annotations
 

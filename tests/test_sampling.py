@@ -18,7 +18,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
-from statsmodels.stats.proportion import proportion_confint
 
 from santa_method.core.sampling import (
     allocate,
@@ -30,7 +29,6 @@ from santa_method.core.sampling import (
     make_plan,
     size_for_guarantee,
     stratified_detection_probability,
-    wilson_interval,
     worst_case_defects,
 )
 
@@ -379,27 +377,6 @@ def test_stratified_guarantee_holds_in_the_worst_case() -> None:
 
 
 # ---------------------------------------------------------------- estimates
-
-
-@pytest.mark.parametrize(("defects", "n"), [(0, 10), (1, 10), (5, 57), (57, 57), (3, 1000)])
-@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
-def test_wilson_interval_matches_statsmodels(defects: int, n: int, confidence: float) -> None:
-    low, high = wilson_interval(defects, n, confidence)
-    ref_low, ref_high = proportion_confint(defects, n, alpha=1 - confidence, method="wilson")
-    assert (low, high) == (pytest.approx(ref_low, abs=1e-12), pytest.approx(ref_high, abs=1e-12))
-
-
-def test_finite_population_correction_narrows_and_a_census_is_exact() -> None:
-    plain = wilson_interval(5, 57, population=None)
-    corrected = wilson_interval(5, 57, population=100)
-    assert plain[0] < corrected[0] <= 5 / 57 <= corrected[1] < plain[1]
-    assert wilson_interval(5, 57, population=10**9) == pytest.approx(plain, abs=1e-6)
-    assert wilson_interval(5, 57, population=57) == pytest.approx((5 / 57, 5 / 57))
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson_interval(6, 5)
-    with pytest.raises(ValueError):
-        wilson_interval(1, 5, population=4)
 
 
 def test_estimate_defect_rate_reports_share_and_interval() -> None:

@@ -20,7 +20,7 @@ from santa_method.core.schema import (
     tolerant_schema,
 )
 
-# The structured-output subset as notes/sdks.md states it, written here
+# The structured-output subset as ARCHITECTURE.md ("Structured outputs") states it, written here
 # independently of santa_method.core.schema so the two can disagree.
 FORBIDDEN = {"oneOf", "minLength", "maxLength", "pattern", "format", "$ref", "$defs", "$schema"}
 

@@ -1,7 +1,9 @@
 """santa-method: verify AI output with independent reviewers and a gate enforced by code.
 
-The public API is re-exported here lazily, so `import santa_method` stays
-cheap for the CLI's cold start and never pulls in a model SDK.
+Nothing is imported here, so that `import santa_method` stays cheap for the
+hooks and the CLI's cold start and never pulls in a model SDK. The Python
+API is `santa_method.headless.api` (`verify`, `verify_sync`, `VerifyResult`);
+ARCHITECTURE.md says what lives where.
 """
 
 from __future__ import annotations

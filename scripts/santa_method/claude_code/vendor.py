@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method import INSTALL_HINT
+from santa_method.claude_code.protocol import ROLES, vendored_agent
 from santa_method.core.data import plugin_file
 from santa_method.core.errors import InputError
 from santa_method.state.atomic import replace_text
@@ -71,9 +72,10 @@ def vendored_files() -> dict[str, str]:
             plugin_file("SKILL.md").read_text(encoding="utf-8")
         )
     }
-    for agent in ("reviewer", "fixer"):
-        body = plugin_file(f"agents/{agent}.md").read_text(encoding="utf-8")
-        files[f".claude/agents/santa-{agent}.md"] = _agent(_rename(body), f"santa-{agent}")
+    for role in ROLES:
+        body = plugin_file(f"agents/{role}.md").read_text(encoding="utf-8")
+        name = vendored_agent(role)
+        files[f".claude/agents/{name}.md"] = _agent(_rename(body), name)
     for name in COMMANDS:
         body = plugin_file(f"commands/{name}.md").read_text(encoding="utf-8")
         files[f".claude/commands/santa-{name}.md"] = _rename(body)

@@ -18,8 +18,7 @@ from typing import Any
 from santa_method import __version__
 from santa_method.core.errors import SantaError
 
-# Order is the order shown in `santa --help`. A module that does not exist
-# yet is skipped, so the CLI grows one file at a time.
+# Order is the order shown in `santa --help`; each is a module `NAME_cmd`.
 _COMMANDS = (
     "validate",
     "gate",
@@ -63,24 +62,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"santa-method {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    registered = _register(subparsers, (only,) if only in _COMMANDS else _COMMANDS)
-    if not registered:  # a command not built yet: show every command in the error
-        _register(subparsers, _COMMANDS)
+    for name in (only,) if only in _COMMANDS else _COMMANDS:
+        importlib.import_module(f"santa_method.cli.{name}_cmd").register(subparsers)
     return parser
-
-
-def _register(subparsers: argparse._SubParsersAction, names: Sequence[str]) -> int:
-    count = 0
-    for name in names:
-        try:
-            module = importlib.import_module(f"santa_method.cli.{name}_cmd")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"santa_method.cli.{name}_cmd":
-                continue
-            raise
-        module.register(subparsers)
-        count += 1
-    return count
 
 
 def main(argv: Sequence[str] | None = None) -> int:

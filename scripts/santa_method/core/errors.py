@@ -1,4 +1,4 @@
-"""Errors that map onto the CLI's exit codes (DESIGN.md, CLI)."""
+"""Errors that map onto the CLI's exit codes (ARCHITECTURE.md, "CLI exit codes")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Find the verdict object in a reviewer's raw reply.
 
-Reviewers wrap JSON in prose and code fences. The rule (DESIGN.md,
+Reviewers wrap JSON in prose and code fences. The rule (ARCHITECTURE.md,
 "Extraction"): the verdict is a top-level JSON object of the reply, the last
 complete one, and only if nothing after it starts another object or fence.
 We never repair JSON; we say what is wrong in words a reviewer can act on.

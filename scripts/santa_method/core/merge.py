@@ -1,6 +1,6 @@
 """Merge the flags of several reviewers into distinct problems.
 
-"Same problem" (DESIGN.md) means the same criterion and one of:
+"Same problem" (ARCHITECTURE.md) means the same criterion and one of:
 - quotes whose spans overlap in the output (after normalisation), or that
   contain one another when a quote cannot be located;
 - the same missing item ("License section (MIT)" = "A License section",

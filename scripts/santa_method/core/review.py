@@ -4,7 +4,7 @@ A reply is valid only if it parses (extract), has the schema's shape
 (schema), is consistent with itself, covers the rubric, echoes the round's
 canary, and names real criteria. Evidence is judged here too, but an
 unverified quote does not invalidate a review: the flag keeps blocking and is
-marked so the fixer checks it first (DESIGN.md, "Evidence").
+marked so the fixer checks it first (ARCHITECTURE.md, "Evidence").
 
 Error messages are written to be handed back to the reviewer verbatim, so
 they never reveal the expected canary.

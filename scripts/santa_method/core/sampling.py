@@ -42,7 +42,6 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from statistics import NormalDist
 from typing import Any, Literal, TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -623,45 +622,6 @@ def make_plan(
 
 
 # ---------------------------------------------------------------- estimates
-
-
-def _z(confidence: float) -> float:
-    _check_fraction(confidence, "confidence", closed_top=False)
-    return NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-
-
-def wilson_interval(
-    defects: int, n: int, confidence: float = 0.95, population: int | None = None
-) -> tuple[float, float]:
-    """Wilson score interval for a share, with an optional finite population correction.
-
-    Wilson rather than the normal (Wald) interval because the shares here
-    are often 0 or close to it, where Wald collapses to [0, 0]. The finite
-    population correction scales the variance by (N - n)/(N - 1), i.e. uses
-    z^2 (N - n)/(N - 1) in place of z^2 (the usual FPC applied to the score
-    interval, as a design effect below one); a census (n = N) gives the
-    observed share exactly. Without ``population`` it is the textbook Wilson
-    interval.
-    """
-    _check_count(defects, "defects")
-    _check_count(n, "n")
-    if defects > n:
-        raise ValueError(f"defects ({defects}) cannot exceed the sample ({n})")
-    if n == 0:
-        return (0.0, 1.0)
-    z2 = _z(confidence) ** 2
-    if population is not None:
-        _check_count(population, "population")
-        if population < n:
-            raise ValueError(f"the sample ({n}) cannot exceed the population ({population})")
-        z2 *= (population - n) / (population - 1) if population > 1 else 0.0
-    share = defects / n
-    denom = 1 + z2 / n
-    centre = (share + z2 / (2 * n)) / denom
-    half = math.sqrt(z2 * share * (1 - share) / n + z2 * z2 / (4 * n * n)) / denom
-    low = 0.0 if defects == 0 else max(0.0, centre - half)
-    high = 1.0 if defects == n else min(1.0, centre + half)
-    return (low, high)
 
 
 def _log_comb(a: int, b: int) -> float:

@@ -19,7 +19,7 @@ from typing import Any
 
 from santa_method.core.data import data_dir
 
-# Keywords the structured-output subset accepts (notes/sdks.md).
+# Keywords the structured-output subset accepts (ARCHITECTURE.md, "Structured outputs").
 STRICT_KEYWORDS = frozenset(
     {
         "type",

@@ -265,7 +265,7 @@ class _Run:
         canary: str,
         on_started: Callable[[], None] | None,
     ) -> tuple[str, ValidationResult, ReviewerRecord]:
-        """One reviewer, re-asked as DESIGN.md says; returns (reply text, result, record)."""
+        """One reviewer, re-asked as ARCHITECTURE.md says ("Re-asking"); returns (reply text, result, record)."""
         model = self.models.get(label)
         followups: list[FollowUp] = []
         session: str | None = None

@@ -3,7 +3,7 @@
 Why a table of our own: the Messages API reports tokens, not money, and
 takes full model ids, while people (and Claude Code) say `opus`/`sonnet`.
 Update `PRICES_AS_OF` with the table. Source: the price catalogue built
-into Claude Code 2.1.332 (see notes/sdks.md); cache writes are priced at
+into Claude Code 2.1.332 (ARCHITECTURE.md, "Prices"); cache writes are priced at
 1.25x input (5-minute TTL), cache reads at 0.1x input unless the catalogue
 lists a price of its own.
 """
