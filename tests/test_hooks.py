@@ -305,6 +305,7 @@ def _variants(instruction: str) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(project: Project) -> None:
     for label, prompt in _variants(project.instruction).items():
         assert prompt != project.instruction, label
@@ -341,6 +342,7 @@ def test_malformed_pretooluse_input_is_denied(project: Project, raw: str) -> Non
     assert "santa-method" in reason
 
 
+@pytest.mark.slow
 def test_fixer_only_with_the_gates_fixer_instruction_while_the_fix_is_open(
     project: Project,
 ) -> None:
@@ -424,6 +426,7 @@ def test_invalid_reply_is_blocked_with_the_exact_errors(project: Project) -> Non
     assert all(slot is None for slot in project.slots().values())
 
 
+@pytest.mark.slow
 def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Project) -> None:
     reply = review(project.canary, quote="Current version: 1.0.")
     project.spawn()
@@ -444,6 +447,7 @@ def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Pro
     assert [i["evidence"] for i in gate["issues"]] == ["unverified"]
 
 
+@pytest.mark.slow
 def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
     project: Project,
 ) -> None:
@@ -497,6 +501,7 @@ def test_gate_counts_exactly_the_stored_replies(project: Project) -> None:
     assert result["next"] == "rereview"
 
 
+@pytest.mark.slow
 def test_a_reply_without_a_spawned_reviewer_is_not_stored(project: Project) -> None:
     # The exact instruction and a valid review, but the guard never saw an
     # Agent call for it: it is no reviewer's reply.

@@ -86,6 +86,7 @@ def test_validate_and_gate_import_no_sdk(tmp_path, inputs, args, code) -> None:
     assert report["loaded"] == []
 
 
+@pytest.mark.slow
 def test_the_probe_would_see_an_sdk(tmp_path, inputs) -> None:
     pytest.importorskip("anthropic")
     report = _probe(tmp_path, ["validate", inputs["pass"]], prelude="import anthropic")

@@ -172,6 +172,7 @@ def _check_fixer_file(path: str) -> None:
     assert "Wrong version" in suspected.split("## Flags")[1]
 
 
+@pytest.mark.slow
 def test_full_loop_with_the_hook_store(project: Path) -> None:
     start = santa(
         project,

@@ -14,6 +14,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
@@ -192,6 +193,7 @@ def mutated_reply(draw: st.DrawFn) -> tuple[str, set[str], bool]:
 # --- the properties -------------------------------------------------------------
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.lists(pass_objects(), min_size=2, max_size=3), st.data())
 def test_unmutated_pass_replies_are_nice(objs: list[dict[str, Any]], data: st.DataObject) -> None:
@@ -202,6 +204,7 @@ def test_unmutated_pass_replies_are_nice(objs: list[dict[str, Any]], data: st.Da
     assert result.verdict == "NICE", [r.errors for r in result.reviews]
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=500)
 @given(mutated_reply(), mutated_reply())
 def test_the_gate_is_fail_closed_under_mutation(

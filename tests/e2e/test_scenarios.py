@@ -58,7 +58,7 @@ from .stub_server import (
     tool_calls,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CLEAN = "# Greeting\n\nHello, world. This document greets its reader.\n"
 SPEC_VERSION = "Write a one-line release note. The current release is version 2.0.\n"

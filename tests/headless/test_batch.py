@@ -100,6 +100,7 @@ def test_in_place_edits_the_files(stub_server, project):
     assert "BAD-" not in path.read_text()
 
 
+@pytest.mark.slow
 def test_a_thousand_items_with_a_guarantee_plan(stub_server, project):
     server = stub_server(SCRIPT)
     result = run_batch(server, items_of(texts(1000, set())), prevalence=0.05, confidence=0.95)

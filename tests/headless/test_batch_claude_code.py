@@ -81,6 +81,7 @@ def test_plan_then_record_each_item_until_accepted(stub_server, project, capsys)
     assert "ACCEPTED" in report and "every one of the 3 items was verified" in report
 
 
+@pytest.mark.slow
 def test_a_systemic_pattern_is_screened_with_a_narrow_rubric(stub_server, project, capsys):
     server = stub_server(SCRIPT)
     items = jsonl(project / "items.jsonl", texts(16, set(range(0, 16, 2))))
@@ -326,6 +327,7 @@ def test_a_stray_run_with_another_spec_does_not_block_the_item(stub_server, proj
     assert code == 0 and view["next"]["verdict"] == "ACCEPTED"
 
 
+@pytest.mark.slow
 def test_two_systemic_criteria_are_screened_one_after_the_other(stub_server, project, capsys):
     server = stub_server(SCRIPT)
     both = [
@@ -412,6 +414,7 @@ def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server
     assert cc._first_run(state, item["id"], rubric, runs.load(later)["created"]) == later
 
 
+@pytest.mark.slow
 def test_an_interruption_between_a_resample_and_its_draw_is_recovered(
     stub_server, project, capsys, monkeypatch
 ):

@@ -356,8 +356,8 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
             }
             wave["screens"].setdefault(criterion, {})[item] = entry
             recorded = {"phase": "screen", "item": item, "criterion": criterion, **entry}
-        entry = next(i for i in state["items"] if i["id"] == item)
-        entry["sha256"] = _content_sha(entry["path"])
+        listed = next(i for i in state["items"] if i["id"] == item)
+        listed["sha256"] = _content_sha(listed["path"])
         if outcome.cost_usd is None or state.get("cost_usd") is None:
             state["cost_usd"] = None  # unknown, never reported as $0
         else:

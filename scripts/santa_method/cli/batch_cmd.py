@@ -76,7 +76,7 @@ class _BatchParser(_Parser):
 
     subparsers: dict[str, argparse.ArgumentParser]
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         if args and args[0] in getattr(self, "subparsers", {}):
             return self.subparsers[args[0]].parse_known_args(args[1:], namespace)
         return super().parse_known_args(args, namespace)
@@ -221,7 +221,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     status.add_argument("batch", nargs="?", metavar="BATCH", help="the batch id")
     status.add_argument("--json", action="store_true", help="print as JSON")
     status.set_defaults(func=run_status)
-    p.subparsers = {"plan": plan, "record": record, "status": status}  # type: ignore[attr-defined]
+    p.subparsers = {"plan": plan, "record": record, "status": status}
 
 
 # ---------------------------------------------------------------- shared
@@ -244,9 +244,9 @@ def _items(args: argparse.Namespace) -> list[Any]:
 
     warn_unknown_exclusions(_exclusions(args), found)
     skip = set(_exclusions(args))
-    for item in found:
-        if item.id not in skip:
-            check_readable(item)
+    for batch_item in found:
+        if batch_item.id not in skip:
+            check_readable(batch_item)
     return found
 
 

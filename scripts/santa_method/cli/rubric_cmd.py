@@ -14,7 +14,7 @@ _RESOLUTION = (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rubric",
         help="list, show and lint rubrics",

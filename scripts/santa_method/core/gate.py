@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from santa_method.core.merge import flags_of, merge_flags, merge_suggestions
 from santa_method.core.review import validate_reply
-from santa_method.core.types import GateResult, ReviewOutcome, Rubric, ValidationResult
+from santa_method.core.types import GateResult, Next, ReviewOutcome, Rubric, ValidationResult
 
 MIN_REVIEWERS = 2
 
@@ -73,7 +73,7 @@ def gate(
         return GateResult("NICE", "ship", outcomes, (), suggestions, agreement, ())
     # Nothing to fix when every valid reviewer passed: the round failed only
     # because a reply was invalid or missing.
-    next_step = "fix" if issues else "rereview"
+    next_step: Next = "fix" if issues else "rereview"
     return GateResult(
         "NAUGHTY", next_step, outcomes, issues, suggestions, agreement, tuple(reasons)
     )

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from santa_method.core.text import Span, find_spans, normalise, words
-from santa_method.core.types import Flag, Issue, MergedIssue, Review
+from santa_method.core.types import Evidence, Flag, Issue, MergedIssue, Review
 
 # Words that do not name what is missing ("a License section" = "License section").
 _FILLER = frozenset(
@@ -152,7 +152,7 @@ def merge_flags(flags: Sequence[Flag], output: str | None = None) -> list[Merged
         face = next((f for f in members if f.issue.evidence == "verified"), members[0])
         labels = tuple(dict.fromkeys(f.label for f in members))
         evidences = {f.issue.evidence for f in members}
-        evidence = (
+        evidence: Evidence = (
             "verified"
             if "verified" in evidences
             else "unverified"

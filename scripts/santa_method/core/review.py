@@ -24,6 +24,7 @@ from santa_method.core.types import (
     Check,
     Evidence,
     Issue,
+    Result,
     Review,
     Rubric,
     ValidationResult,
@@ -89,7 +90,7 @@ def _normalise(obj: Mapping[str, Any], output: str | None) -> tuple[Review, list
 
 def _consistency(review: Review) -> list[str]:
     errors = []
-    results = {}
+    results: dict[str, tuple[int, Result]] = {}
     for i, check in enumerate(review.checks):
         results.setdefault(check.criterion, (i, check.result))
     if review.verdict == "PASS":

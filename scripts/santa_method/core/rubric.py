@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
@@ -457,6 +457,14 @@ class _Resolver:
 # --------------------------------------------------------------------------- public API
 
 
+@overload
+def load_rubric(
+    spec: str | os.PathLike[str], search_dirs: Sequence[str | os.PathLike[str]] = ()
+) -> Rubric: ...
+@overload
+def load_rubric(
+    spec: str | os.PathLike[str] | None, search_dirs: Sequence[str | os.PathLike[str]] = ()
+) -> Rubric | None: ...
 def load_rubric(
     spec: str | os.PathLike[str] | None,
     search_dirs: Sequence[str | os.PathLike[str]] = (),

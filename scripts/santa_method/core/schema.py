@@ -44,7 +44,8 @@ def _tolerant_text() -> str:
 
 def tolerant_schema() -> dict[str, Any]:
     """A fresh copy of the tolerant review schema."""
-    return json.loads(_tolerant_text())
+    schema: dict[str, Any] = json.loads(_tolerant_text())
+    return schema
 
 
 @cache
@@ -106,7 +107,7 @@ def strict_schema(criteria: tuple[str, ...] | None = None) -> dict[str, Any]:
     """
     tolerant = tolerant_schema()
     resolved = _resolve({k: v for k, v in tolerant.items() if k != "$defs"}, tolerant["$defs"])
-    strict = _strictify(resolved)
+    strict: dict[str, Any] = _strictify(resolved)
     if criteria:
         ids = list(criteria)
         strict["properties"]["checks"]["items"]["properties"]["criterion"] = {

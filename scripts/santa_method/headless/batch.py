@@ -262,7 +262,7 @@ class _Batch:
             ended = wave["running"].get(item)
             if ended and runs.load(ended)["status"] != "open":
                 # Paid for already (before an interruption): count it, whatever the budget.
-                cost = self._record(
+                paid = self._record(
                     wave,
                     item,
                     self.store.text(item),
@@ -270,7 +270,7 @@ class _Batch:
                     Tokens(),
                     runs.load(ended)["status"] == "shipped",
                 )
-                self.settle("item", 0.0, cost)
+                self.settle("item", 0.0, paid)
                 return
             estimate = await self.admit("item")
             if estimate is None:
@@ -627,7 +627,9 @@ async def verify_batch(
     if max_cost_usd is not None and name in ("anthropic", "anthropic-batch"):
         from santa_method.headless.backends import prices
 
-        wanted = [*(models or [None]), screen_model]
+        wanted: list[str | None] = [*(models or ()), screen_model]
+        if not models:
+            wanted.insert(0, None)  # the backend's default model
         unpriced = sorted({prices.model_id(m) for m in wanted if prices.price(m) is None})
         if unpriced:
             raise InputError(

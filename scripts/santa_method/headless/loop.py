@@ -713,7 +713,7 @@ async def _drive(
             records.append(record)
         last_round_cost = (run.cost or 0.0) - cost_before
         gate = runs.gate_run(run_id)
-        record = RoundRecord(
+        round_record = RoundRecord(
             round=opened.round,
             verdict=gate.verdict,
             next=gate.next,
@@ -721,8 +721,8 @@ async def _drive(
             reviewers=tuple(records),
             reasons=tuple(gate.reasons),
         )
-        run.history.append(record)
-        run.emit("gate", **record.to_json())
+        run.history.append(round_record)
+        run.emit("gate", **round_record.to_json())
         if gate.next == "ship":
             runs.log_event(
                 run_id, "ship", data={"backend": run.backend.name, **run.take_unlogged()}
@@ -757,7 +757,7 @@ async def _drive(
             )
             last_fix_cost = fix.cost_usd or 0.0
             run.history[-1] = dataclasses.replace(
-                record,
+                round_record,
                 fix={"notes": fix.notes, "tokens": fix.tokens.to_json(), "cost_usd": fix.cost_usd},
             )
         elif (

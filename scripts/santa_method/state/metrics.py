@@ -257,7 +257,7 @@ def cost(runs: Sequence[RunView]) -> dict[str, Any]:
     for run in runs:
         verify = [r for r in run.records if r.get("event") != "generate"]
         generate = run.events("generate")
-        entry = {
+        entry: dict[str, Any] = {
             "tokens": _sum((_tokens(r) for r in verify), whole=True),
             "cache_read_tokens": _sum((_cache(r, "cache_read") for r in verify), whole=True),
             "cache_write_tokens": _sum((_cache(r, "cache_write") for r in verify), whole=True),

@@ -34,7 +34,7 @@ use, so importing this module costs nothing on the CLI's cold start.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeVar
@@ -270,7 +270,7 @@ def _plugins() -> tuple[Any, ...]:
     """One instance of each built-in detect-secrets plugin, in a fixed order."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    classes = get_mapping_from_secret_type_to_class().values()
+    classes: Iterable[type[Any]] = get_mapping_from_secret_type_to_class().values()
     chosen = sorted(
         (c for c in classes if c.__name__ not in EXCLUDED_PLUGINS), key=lambda c: c.__name__
     )

@@ -39,7 +39,7 @@ def _tokens(value: Any) -> int | None:
 
 def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
     tokens: int | None = None
-    spent = {"verification": None, "generation": None}
+    spent: dict[str, float | None] = {"verification": None, "generation": None}
     for rec in records:
         kind = "generation" if rec.get("event") == "generate" else "verification"
         if rec.get("event") not in ("review", "fix", "generate"):
@@ -50,7 +50,7 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
         usd = runs.as_number(rec.get("cost_usd"))
         if usd is not None:
             spent[kind] = (spent[kind] or 0.0) + usd
-    total = None
+    total: float | None = None
     if spent["verification"] is not None or spent["generation"] is not None:
         total = (spent["verification"] or 0.0) + (spent["generation"] or 0.0)
     return {

@@ -525,7 +525,7 @@ def reopen(run_id: str) -> RoundOpened | None:
 
 def _slot_stands(slot: dict[str, Any] | None) -> bool:
     """A slot keeps its reply across a re-review only if the last gate found it valid."""
-    return bool(slot) and slot.get("gated_valid") is True
+    return slot is not None and slot.get("gated_valid") is True
 
 
 # --- the reply store (written by the Claude Code hook) ---------------------
@@ -688,9 +688,9 @@ def fixer_open(instruction: str) -> bool:
         state = load(run_id)
     except InputError:
         return False
-    fixer = state.get("fixer")
-    last = state.get("last_gate")
-    if fixer and fixer.get("assignment_sha256"):
+    fixer: dict[str, Any] = state.get("fixer") or {}
+    last: dict[str, Any] = state.get("last_gate") or {}
+    if fixer.get("assignment_sha256"):
         # The fixer reads its flags from the file: an edited file would hand
         # it flags no reviewer raised.
         try:
