@@ -17,8 +17,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-from santa_method.state.atomic import replace_text
-
 GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\n"
 
 
@@ -72,6 +70,8 @@ def ensure_santa_dir(cwd: Path | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     ignore = path / ".gitignore"
     if not ignore.exists():
+        from santa_method.state.atomic import replace_text
+
         replace_text(ignore, GITIGNORE)
     return path
 
