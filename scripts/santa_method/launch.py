@@ -48,11 +48,9 @@ def missing_dependencies() -> list[str]:
 
 
 def _site() -> None:
-    """Add the site directories that `-S` left out (where the dependencies live)."""
-    if sys.flags.no_site:
-        import site
+    from santa_method.claude_code.protocol import with_dependencies
 
-        site.main()
+    with_dependencies()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ from santa_method.claude_code.protocol import (
     fail_closed,
     read_event,
     vendored_agent,
+    with_dependencies,
 )
 
 # Imported for type checking only: the guard's path costs nothing it does not use.
@@ -286,6 +287,7 @@ def _last_copy_problem(command: str, payload: Mapping[str, Any]) -> Reply:
     plain = command.translate(_UNQUOTE)
     if "round" not in plain or "start" not in plain:
         return None
+    with_dependencies()  # reading the transcript redacts with detect-secrets
     from santa_method.claude_code.last_reply import check_command
 
     cwd = payload.get("cwd")

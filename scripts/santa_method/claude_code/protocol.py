@@ -57,6 +57,18 @@ HOOK_EVENTS = {
 HOOK_NAMES = frozenset(HOOK_EVENTS)
 
 
+def with_dependencies() -> None:
+    """Add the site directories (where the dependencies live) if the
+    interpreter started without them: `bin/santa` runs hooks with `-S`,
+    because the guard's usual path needs none (see santa_method/launch.py)."""
+    import sys
+
+    if sys.flags.no_site:
+        import site
+
+        site.main()
+
+
 def deny(reason: str) -> dict[str, Any]:
     """A PreToolUse refusal: the tool call does not happen; the model reads why."""
     return {
