@@ -197,7 +197,7 @@ def named_path(text: str, paths: list[str]) -> str | None:
     """The one changed path that `text` (an issue, a missing item, a location)
     names, or None when it names none or several (longest names first, so
     `docs/a.md` wins over `a.md`)."""
-    hits = []
+    hits: list[str] = []
     for path in sorted(paths, key=len, reverse=True):
         if path and path in text and not any(path in h for h in hits):
             hits.append(path)

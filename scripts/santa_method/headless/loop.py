@@ -555,6 +555,7 @@ async def verify(
                 fixing.add(path)
 
         opened = None
+        working: Path | Change
         if resume_run:
             # The run's own process is gone (its lock is free) before anyone resumes it.
             held.enter_context(locks.owning(resume_run))
@@ -585,7 +586,6 @@ async def verify(
             return await _guarded(
                 run, impl, opened, working, max_cost_usd, close_backend, resumable
             )
-        working: Path | Change
         if change is not None:
             working, original, target = change, None, change.target
         else:
