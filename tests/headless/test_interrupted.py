@@ -85,6 +85,7 @@ def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, c
     proc = _start(project, target, "round-1")
     _kill(proc)
     (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["in_place"] is True
     row = _rows(capsys)[run_id]
     assert row["outcome"] == "interrupted"
     assert row["resume"] == f"santa run --resume {run_id}"
@@ -185,6 +186,7 @@ def test_a_logged_run_without_a_folder_is_closed_by_escalate(project, capsys):
     )
     row = _rows(capsys)["20250101-000000-abcdef"]
     assert row["outcome"] == "interrupted" and row["resume"] is None
+    assert not (project / ".santa" / "locks").exists()  # asking changes nothing
     assert main(["runs"]) == 0
     assert "its run folder is gone: close it with" in capsys.readouterr().out
     assert main(["run", "--resume", "20250101-000000-abcdef", "--quiet"]) == 2

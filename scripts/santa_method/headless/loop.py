@@ -615,6 +615,7 @@ async def verify(
             log_path=log,
             cwd=root,
             run_id=new_id,
+            in_place=in_place,
         )
         run_id = opened.run_id
         run.emit(

@@ -85,7 +85,9 @@ async def resume(
     folder = runs.run_dir(run_id)
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
     target = Path(state["target"]["path"])
-    in_place = not target.resolve().is_relative_to((santa_dir() / "work").resolve())
+    in_place = state.get("in_place")
+    if in_place is None:  # a run started before the state said so
+        in_place = not target.resolve().is_relative_to((santa_dir() / "work").resolve())
     return await verify(
         (folder / "spec.md").read_text(encoding="utf-8"),
         target,

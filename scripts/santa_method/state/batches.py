@@ -28,8 +28,8 @@ from typing import Any
 from santa_method.core import batch as rules
 from santa_method.core.batch import ItemOutcome
 from santa_method.core.errors import InputError
+from santa_method.state import locks, runs
 from santa_method.state import log as runlog
-from santa_method.state import runs
 from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import ensure_santa_dir, santa_dir
@@ -155,13 +155,8 @@ def locked(batch_id: str) -> Iterator[dict[str, Any]]:
 def held(batch_id: str) -> Iterator[None]:
     """One process drives a batch at a time (two would pay for the same
     reviews twice and overwrite each other's state)."""
-    with open(batch_dir(batch_id) / ".running", "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(
-                f"batch {batch_id} is being run by another process right now"
-            ) from None
+    refusal = f"batch {batch_id} is being run by another process ({{holder}}) right now"
+    with locks.hold(batch_dir(batch_id) / ".running", refusal):
         yield
 
 

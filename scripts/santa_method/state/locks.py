@@ -33,11 +33,15 @@ _MINE: set[Path] = set()
 
 
 def locks_dir() -> Path:
-    folder = santa_dir() / "locks"
+    """The lock folder (not created here: asking about a lock changes nothing)."""
+    return santa_dir() / "locks"
+
+
+def _ensure(folder: Path) -> None:
     if not folder.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
-        replace_text(folder / ".gitignore", "*\n")
-    return folder
+        if folder == locks_dir():
+            replace_text(folder / ".gitignore", "*\n")
 
 
 def _holder(fd: int) -> str:
@@ -52,7 +56,7 @@ def _holder(fd: int) -> str:
 def hold(path: Path, refusal: str) -> Iterator[None]:
     """Hold the lock at `path` for the block, or raise InputError with
     `refusal` (its `{holder}` names the process holding it) at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _ensure(path.parent)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

@@ -345,6 +345,7 @@ def start_run(
     log_path: str | os.PathLike[str] | None = None,
     cwd: str | None = None,
     run_id: str | None = None,
+    in_place: bool = False,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
 
@@ -397,6 +398,7 @@ def start_run(
         "last_gate": None,
         "fixer": None,
         "escalation": None,
+        "in_place": bool(in_place),  # the fixes go to the user's file itself
     }
     _log(
         state,
