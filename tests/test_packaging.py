@@ -41,6 +41,8 @@ def test_wheel_works_without_the_source_tree(tmp_path: Path) -> None:
         "santa_method/_data/plugin/commands/verify.md",
         "santa_method/claude_code/santa-hook.sh",
         "santa_method/py.typed",  # the package's type hints are for its users too
+        "santa_method/view/assets/app.js",
+        "santa_method/view/assets/style.css",
     ):
         assert expected in names, expected
     # A pure-Python wheel installs by unpacking; put it first on the path so

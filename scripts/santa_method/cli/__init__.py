@@ -26,6 +26,7 @@ _COMMANDS = (
     "log",
     "runs",
     "metrics",
+    "view",
     "rubric",
     "report",
     "hook",

@@ -125,11 +125,15 @@ def since_filter(runs: Sequence[RunView], since: date | datetime | None) -> list
     """The runs that started at or after `since` (a date is 00:00 UTC that day)."""
     if since is None:
         return list(runs)
+    moment = since_moment(since)
+    return [r for r in runs if r.started is not None and r.started >= moment]
+
+
+def since_moment(since: date | datetime) -> datetime:
+    """The moment `since` means: a date is 00:00 UTC that day, a naive time is UTC."""
     if not isinstance(since, datetime):
-        since = datetime(since.year, since.month, since.day, tzinfo=UTC)
-    elif since.tzinfo is None:
-        since = since.replace(tzinfo=UTC)
-    return [r for r in runs if r.started is not None and r.started >= since]
+        return datetime(since.year, since.month, since.day, tzinfo=UTC)
+    return since if since.tzinfo is not None else since.replace(tzinfo=UTC)
 
 
 def run_counts(runs: Sequence[RunView]) -> dict[str, int]:
@@ -310,7 +314,12 @@ def compute(
     records: Iterable[Mapping[str, Any]], *, since: date | datetime | None = None
 ) -> dict[str, Any]:
     """Every metric, JSON-ready (pass@k keys are the strings "1".."4")."""
-    runs = since_filter(runs_from_records(records), since)
+    return compute_runs(since_filter(runs_from_records(records), since))
+
+
+def compute_runs(runs: Sequence[RunView]) -> dict[str, Any]:
+    """Every metric of runs already grouped (`santa view` groups them once for
+    its pages and its charts)."""
     result: dict[str, Any] = {
         "runs": run_counts(runs),
         "first_pass_rate": first_pass_rate(runs),

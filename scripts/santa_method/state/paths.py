@@ -17,7 +17,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-GITIGNORE = "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\n"
+GITIGNORE = (
+    "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\nview/\n"
+)
 
 
 def _root(cwd: Path | str | None) -> str:

@@ -1,0 +1,70 @@
+"""`santa view`: write the project's runs, batches and metrics as one HTML page."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "view",
+        help="write one HTML page of runs, batches and metrics to look at",
+        description=(
+            "Write one self-contained HTML page (default .santa/view/index.html, git-ignored) "
+            "from the iteration log and the run and batch folders: the metrics as charts, a "
+            "sortable, filterable table of runs and batches, and a page for each run (the "
+            "reviewers' checks side by side, the merged problems with their quotes marked in "
+            "the output, the fixer's report, what changed between rounds, the escalation) and "
+            "each batch (samples, strata, failures, screens, guarantee). It works offline from "
+            "file:// and loads nothing from anywhere; secrets are redacted. Runs whose folder "
+            "is gone are shown from the log alone. Exit 0, or 2 for a bad date or path."
+        ),
+    )
+    p.add_argument("--out", metavar="FILE", help="where to write the page")
+    p.add_argument(
+        "--since",
+        metavar="DATE",
+        help="only runs and batches started at or after DATE (YYYY-MM-DD or ISO-8601; UTC)",
+    )
+    p.add_argument("--open", action="store_true", help="open the page in a browser afterwards")
+    p.add_argument(
+        "--log",
+        metavar="PATH",
+        help="the log to read (default: $SANTA_LOG, else the config's log, else .santa/log.jsonl)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from santa_method.cli.metrics_cmd import parse_since
+    from santa_method.core.errors import InputError
+    from santa_method.state.config import resolve_log_path
+    from santa_method.state.paths import santa_dir
+    from santa_method.view import write_view
+
+    since = parse_since(args.since)
+    out = Path(args.out) if args.out else None
+    if out is not None and out.is_dir():
+        raise InputError(f"--out {out} is a folder; name the HTML file to write")
+    try:
+        written = write_view(
+            log_path=resolve_log_path(args.log),
+            home=santa_dir(),
+            out=out,
+            since=since,
+            since_text=args.since,
+        )
+    except OSError as exc:
+        raise InputError(f"cannot write the page: {exc.strerror or exc}") from None
+    print(
+        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): {written.runs} runs, "
+        f"{written.batches} batches"
+    )
+    print(f"open {written.path.resolve().as_uri()}")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(written.path.resolve().as_uri())
+    return 0

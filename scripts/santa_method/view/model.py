@@ -1,0 +1,537 @@
+"""The page's data: every run and batch as plain JSON, from `Sources`.
+
+Pure functions: what a page shows is decided here, from data already read
+(and redacted) by `view.sources`, so it is tested without files or a
+browser. The page's script only lays this data out.
+
+Why compact in places: a log of 10,000 runs must fit a page of a few
+megabytes, so a reviewer's checks are one letter per criterion (`P`, `F`,
+`-` not rated) over the run's `criteria`, which index the page's one list of
+criterion names, and empty fields are left out. Runs are newest first; once
+the page holds `PAGE_BUDGET` bytes of data, older runs keep their row
+in the table and say how to see them.
+
+Log fields are read tolerantly (a damaged field is treated as absent), and
+the merged problems of the gate are read as `criteria`/`quotes` lists when
+present, else as the single `criterion`/`quote`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from santa_method.state.metrics import RunView
+from santa_method.view.marks import Located, line_diff, merge_spans
+from santa_method.view.sources import TEXT_BUDGET, BatchFiles, RunFiles, Sources
+
+#: Bytes of data embedded in one page: every run's row, then the rounds of the
+#: newest runs while they fit (the rest of the page is under 100 KB).
+PAGE_BUDGET = 9_600_000
+VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "open": "open"}
+_NEEDS_INPUT = re.compile(r"^\s*\d+\s*[.)]\s*needs input\s*:\s*(.+?)\s*$", re.I | re.M)
+
+GONE = (
+    "The run folder is gone (run folders are git-ignored and may be deleted): this page "
+    "comes from the log alone, so the outputs, the changes between rounds, the spec and "
+    "the reviewers' reasons for each check are not shown."
+)
+TEXTS_LEFT_OUT = (
+    "The run folder exists, but its texts were left out to keep this page small and quick "
+    f"(the newest runs' texts are read, up to {TEXT_BUDGET:,} characters in all); "
+    "`santa view --since DATE` shows older runs in full."
+)
+DETAIL_LEFT_OUT = (
+    "This run's rounds were left out to keep the page under 10 MB (the newest runs come "
+    "first); `santa view --since DATE` shows older runs in full."
+)
+
+
+class Criteria:
+    """The page's one list of criterion names; runs refer to them by index."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def index(self, name: str) -> int:
+        if name not in self._index:
+            self._index[name] = len(self.names)
+            self.names.append(name)
+        return self._index[name]
+
+
+def page_data(
+    src: Sources, *, generated: str, since: str | None, page_budget: int = PAGE_BUDGET
+) -> dict[str, Any]:
+    """The JSON the page embeds."""
+    criteria = Criteria()
+    batches = [batch_entry(b) for b in src.batches]
+    batch_of = {
+        item["run"]: b["id"]
+        for b in batches
+        for sample in (b["detail"] or {}).get("samples", [])
+        for item in sample["items"]
+        if item.get("run")
+    }
+    per_run = (src.metrics.get("cost") or {}).get("per_run") or {}
+    runs = []
+    for view in src.runs:
+        entry = run_row(view, src.folders.get(view.run_id), per_run.get(view.run_id))
+        if view.run_id in batch_of:
+            entry["batch"] = batch_of[view.run_id]
+        runs.append(entry)
+    budget = page_budget - _size(runs) - _size(batches)
+    for view, entry in zip(src.runs, runs, strict=True):
+        if budget > 0:
+            detail = run_detail(view, src.folders.get(view.run_id), criteria)
+            budget -= _size(detail)
+            entry["detail"] = detail
+        else:
+            entry["detail"] = None  # the page says why once: `left_out`
+    return {
+        "generated": generated,
+        "log": str(src.log),
+        "home": str(src.home),
+        "since": since,
+        "warnings": list(src.warnings),
+        "left_out": DETAIL_LEFT_OUT,
+        "criteria": criteria.names,
+        "runs": runs,
+        "batches": batches,
+    }
+
+
+# -- runs ----------------------------------------------------------------------
+
+
+def run_row(
+    view: RunView, files: RunFiles | None, cost: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A run's line in the table (fields that are empty or false are left out)."""
+    start = view.run_record or {}
+    cost = cost or {}
+    started = _str(view.records[0].get("ts")) or ""
+    return lean(
+        {
+            "id": view.run_id,
+            "target": _str(start.get("target")) or "",
+            "started": started[:19] + "Z" if len(started) > 19 else started,
+            "verdict": VERDICTS[view.outcome],
+            "shipped": bool(view.events("ship")),
+            "state": files.status if files is not None else None,
+            "rounds": max(view.rounds, default=0),
+            "cost": _number(cost.get("cost_usd")),
+            "tokens": _number(cost.get("tokens")),
+            "escapes": len(view.events("escape")) or None,
+            "folder": "gone" if files is None else "texts" if files.texts else "kept",
+        }
+    )
+
+
+def run_detail(view: RunView, files: RunFiles | None, criteria: Criteria) -> dict[str, Any]:
+    """Everything a run's page shows."""
+    start = view.run_record or {}
+    rounds = _rounds(view.records)
+    order: list[str] = []
+    for r in rounds.values():
+        for review in r["reviews"].values():
+            for check in _dicts(review.get("checks")):
+                name = _str(check.get("criterion"))
+                if name and name not in order:
+                    order.append(name)
+    texts = files.outputs if files is not None and files.texts else {}
+    replies = files.replies if files is not None and files.texts else {}
+    shown = []
+    for n, r in rounds.items():
+        shown.append(_round(n, r, order, texts.get(n), texts.get(n - 1), replies))
+    notes = []
+    if files is None:
+        notes.append(GONE)
+    elif not files.texts:
+        notes.append(
+            f"The run folder could not be read: {files.problem}."
+            if files.problem
+            else TEXTS_LEFT_OUT
+        )
+    return lean(
+        {
+            "criteria": [criteria.index(c) for c in order],
+            "rubric": _str(start.get("rubric")),
+            "models": start.get("models") if _plain(start.get("models")) else None,
+            "reviewers": _number(start.get("reviewers")),
+            "max_fixes": _number(start.get("max_fixes")),
+            "source": _str(start.get("source")),
+            "spec": files.spec if files is not None and files.texts else None,
+            "rounds": shown,
+            "events": _events(view.records),
+            "escalation": _escalation(view, shown, files) if view.outcome == "escalated" else None,
+            "notes": notes,
+        }
+    )
+
+
+def _rounds(records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Each round's gates, the reviews its last gate counted, and its fix."""
+    rounds: dict[int, dict[str, Any]] = {}
+    pending: dict[int, dict[str, Mapping[str, Any]]] = {}
+    for record in records:
+        event, n = record.get("event"), record.get("iteration")
+        if event not in ("review", "gate", "fix") or not isinstance(n, int):
+            continue
+        r = rounds.setdefault(n, {"gates": [], "reviews": {}, "fix": None})
+        if event == "review":
+            pending.setdefault(n, {})[str(record.get("label"))] = record
+        elif event == "gate":
+            r["gates"].append(record)
+            r["reviews"] = pending.pop(n, None) or r["reviews"]
+        else:
+            r["fix"] = record
+    return dict(sorted(rounds.items()))
+
+
+def _round(
+    n: int,
+    r: Mapping[str, Any],
+    order: Sequence[str],
+    output: str | None,
+    before: str | None,
+    replies: Mapping[tuple[int, str], Mapping[str, Any]],
+) -> dict[str, Any]:
+    gate = r["gates"][-1] if r["gates"] else {}
+    problems = [problem(i) for i in _dicts(gate.get("issues"))]
+    reviews = []
+    for label, review in r["reviews"].items():
+        words = replies.get((n, label)) or {}
+        details = words.get("details") or {}
+        results = {_str(c.get("criterion")): c.get("result") for c in _dicts(review.get("checks"))}
+        reviews.append(
+            lean(
+                {
+                    "label": label,
+                    "invalid": review.get("valid") is not True,
+                    "verdict": _str(review.get("verdict")),
+                    "errors": _strs(review.get("errors")),
+                    "checks": "".join(
+                        {"PASS": "P", "FAIL": "F"}.get(str(results.get(c)), "-") for c in order
+                    ),
+                    "details": [details.get(c) for c in order] if details else None,
+                    "standing": review.get("standing") is True,
+                    "cost": _number(review.get("cost_usd")),
+                    "tokens": _number(review.get("tokens")),
+                }
+            )
+        )
+    fix = r["fix"]
+    out: dict[str, Any] = {
+        "n": n,
+        "verdict": _str(gate.get("verdict")),
+        "next": _str(gate.get("next")),
+        "reasons": _strs(gate.get("reasons")),
+        "agreement": _number(gate.get("agreement")),
+        "gates": len(r["gates"]),
+        "reviews": reviews,
+        "problems": problems,
+        "fix": None if fix is None else fix_report(fix),
+        "output": output,
+        "marks": _marks(output, problems) if output is not None else None,
+        "diff": line_diff(before, output) if output is not None and before is not None else None,
+    }
+    return lean(out)
+
+
+def lean(fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` without the entries that say nothing (None, False, "", [], {}):
+    a page of 10,000 runs is mostly defaults. The page's script reads a
+    missing field as empty. Zero is a value and stays."""
+    return {
+        k: v
+        for k, v in fields.items()
+        if v is not None and v is not False and v != "" and v != [] and v != {}
+    }
+
+
+def _size(value: Any) -> int:
+    """Bytes `value` takes in the page."""
+    from santa_method.view.page import embed_json
+
+    return len(embed_json(value).encode("utf-8", "replace"))
+
+
+def problem(issue: Mapping[str, Any]) -> dict[str, Any]:
+    """A merged problem: every criterion it breaks (primary first), every quote."""
+    criteria = _strs(issue.get("criteria")) or [_str(issue.get("criterion")) or "unspecified"]
+    quotes = _strs(issue.get("quotes"))
+    if not quotes and _str(issue.get("quote")):
+        quotes = [str(issue["quote"])]
+    return lean(
+        {
+            "criteria": criteria,
+            "issue": _str(issue.get("issue")) or "",
+            "quotes": quotes,
+            "missing": _str(issue.get("missing")),
+            "location": _str(issue.get("location")),
+            "evidence": _str(issue.get("evidence")),
+            "by": _strs(issue.get("flagged_by")),
+            "source": _str(issue.get("source")),
+        }
+    )
+
+
+def fix_report(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The fixer's report, with its `needs input` questions picked out."""
+    notes = _str(record.get("notes")) or ""
+    questions: list[str] = []
+    for key in ("questions", "needs_input"):
+        for q in record.get(key) or [] if isinstance(record.get(key), list) else []:
+            text = q if isinstance(q, str) else q.get("question") if isinstance(q, dict) else None
+            if isinstance(text, str) and text not in questions:
+                questions.append(text)
+    for found in _NEEDS_INPUT.findall(notes):
+        if found not in questions:
+            questions.append(found)
+    changed = record.get("changed")
+    return lean(
+        {
+            "notes": notes,
+            "questions": questions,
+            "changed": changed if isinstance(changed, str | bool) else None,
+            "cost": _number(record.get("cost_usd")),
+        }
+    )
+
+
+def _marks(output: str, problems: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    located = Located(output)
+    spans = [
+        (start, end, number)
+        for number, p in enumerate(problems, 1)
+        for quote in p.get("quotes", [])
+        for start, end in located.spans(quote)
+    ]
+    return [[s, e, ns] for s, e, ns in merge_spans(spans)]
+
+
+def _events(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What happened to the run besides its rounds, in order."""
+    shown = []
+    for record in records:
+        event = record.get("event")
+        if event not in ("ship", "escalate", "escape", "waive", "generate"):
+            continue
+        text = next(
+            (record[k] for k in ("reason", "description", "issue", "key") if _str(record.get(k))),
+            None,
+        )
+        if event == "waive" and _str(record.get("reason")):
+            text = f"{record.get('key') or record.get('issue')}: {record['reason']}"
+        shown.append(
+            lean(
+                {
+                    "event": event,
+                    "ts": _str(record.get("ts")),
+                    "round": record.get("iteration")
+                    if isinstance(record.get("iteration"), int)
+                    else None,
+                    "text": _str(text),
+                    "cost": _number(record.get("cost_usd")),
+                }
+            )
+        )
+    return shown
+
+
+def _escalation(
+    view: RunView, rounds: Sequence[Mapping[str, Any]], files: RunFiles | None
+) -> dict[str, Any]:
+    """Why a person has the run now, and what they are asked."""
+    report = files.report if files is not None else None
+    reasons = _strs((report or {}).get("escalation_reasons"))
+    if not reasons:
+        reasons = [str(e["reason"]) for e in view.events("escalate") if _str(e.get("reason"))]
+    last = rounds[-1] if rounds else None
+    questions = (last or {}).get("fix", {}) or {}
+    return {
+        "reasons": reasons,
+        "questions": list(questions.get("questions") or []),
+        "round": last["n"] if last else None,
+        "open_problems": len(last.get("problems", []))
+        if last and last.get("verdict") == "NAUGHTY"
+        else 0,
+        "from": "report" if report is not None else "log",
+    }
+
+
+# -- batches -------------------------------------------------------------------
+
+
+def batch_entry(batch: BatchFiles) -> dict[str, Any]:
+    """A batch's line in the table and its page."""
+    state = batch.state or {}
+    report = batch.report or {}
+    waves = [w for w in state.get("waves") or [] if isinstance(w, dict)]
+    verdict = _str(report.get("verdict")) or _str(state.get("verdict")) or "open"
+    row: dict[str, Any] = {
+        "id": batch.batch_id,
+        "created": _str(state.get("created")) or "",
+        "verdict": verdict,
+        "status": _str(state.get("status")) or "unknown",
+        "population": _number(report.get("population")) or _population(state),
+        "reviewed": sum(len(w.get("outcomes") or {}) for w in waves),
+        "cost": _number(report.get("cost_usd", state.get("cost_usd"))),
+        "samples": len(waves),
+    }
+    if batch.state is None:
+        row["detail"] = None
+        row["problem"] = batch.problem
+        return row
+    row["detail"] = {
+        "mode": _str(state.get("mode")),
+        "seed": state.get("seed") if isinstance(state.get("seed"), int) else None,
+        "options": {
+            k: v for k, v in (state.get("options") or {}).items() if _plain(v) and k != "exclude"
+        },
+        "guarantee": _str(report.get("guarantee")),
+        "estimate": report.get("estimate") if isinstance(report.get("estimate"), dict) else None,
+        "estimate_after_fixes": report.get("estimate_after_fixes")
+        if isinstance(report.get("estimate_after_fixes"), dict)
+        else None,
+        "estimate_statement": _str(report.get("estimate_statement")),
+        "cost_share": _number(report.get("cost_relative_to_all")),
+        "reasons": _strs(report.get("reasons") or state.get("reasons")),
+        "warnings": _strs(report.get("warnings")),
+        "failures": _failures(waves),
+        "systemic": _strs(report.get("systemic")),
+        "strata": _strata(state, waves),
+        "samples": [_sample(w) for w in waves],
+        "changed": len(state.get("changed") or {}),
+    }
+    return row
+
+
+def _population(state: Mapping[str, Any]) -> int:
+    excluded = set(_strs((state.get("options") or {}).get("exclude")))
+    return sum(1 for i in _dicts(state.get("items")) if i.get("id") not in excluded)
+
+
+def _outcomes(wave: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [o for o in (wave.get("outcomes") or {}).values() if isinstance(o, dict)]
+
+
+def _failures(waves: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Criterion -> items whose first round failed it, over every sample."""
+    found: dict[str, list[str]] = {}
+    for wave in waves:
+        for outcome in _outcomes(wave):
+            for criterion in _strs(outcome.get("criteria")):
+                found.setdefault(criterion, []).append(str(outcome.get("item")))
+    return dict(sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+
+
+def _strata(state: Mapping[str, Any], waves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    items = _dicts(state.get("items"))
+    if not any(i.get("stratum") is not None for i in items):
+        return []
+    of = {str(i.get("id")): str(i.get("stratum") or "(none)") for i in items}
+    table: dict[str, dict[str, Any]] = {}
+    for name in of.values():
+        table.setdefault(name, {"name": name, "items": 0, "sampled": 0, "failed": 0})["items"] += 1
+    for wave in waves:
+        for item in _strs(wave.get("items")):
+            if item in of:
+                table[of[item]]["sampled"] += 1
+        for outcome in _outcomes(wave):
+            if outcome.get("failed") and str(outcome.get("item")) in of:
+                table[of[str(outcome["item"])]]["failed"] += 1
+    return sorted(table.values(), key=lambda s: s["name"])
+
+
+def _sample(wave: Mapping[str, Any]) -> dict[str, Any]:
+    plan = wave.get("plan") if isinstance(wave.get("plan"), dict) else {}
+    outcomes = {str(o.get("item")): o for o in _outcomes(wave)}
+    items = []
+    for item in _strs(wave.get("items")):
+        o = outcomes.get(item)
+        items.append(
+            {
+                "item": item,
+                "status": _str(o.get("status")) if o else "waiting",
+                "criteria": _strs(o.get("criteria")) if o else [],
+                "failed": bool(o.get("failed")) if o else False,
+                "rounds": _number(o.get("rounds")) if o else None,
+                "cost": _number(o.get("cost_usd")) if o else None,
+                "run": _str(o.get("run_id")) if o else None,
+                "reason": _str(o.get("reason")) if o else None,
+            }
+        )
+    screens = []
+    for criterion, by_item in (wave.get("screens") or {}).items():
+        found = (
+            [f for f in by_item.values() if isinstance(f, dict)]
+            if isinstance(by_item, dict)
+            else []
+        )
+        screens.append(
+            {
+                "criterion": str(criterion),
+                **{
+                    k: sum(1 for f in found if f.get("result") == k)
+                    for k in ("clean", "flagged", "unusable")
+                },
+                "fixed": sum(1 for f in found if f.get("fixed")),
+                "flagged_items": [
+                    {"item": str(i), "fixed": bool(f.get("fixed"))}
+                    for i, f in by_item.items()
+                    if isinstance(f, dict) and f.get("result") == "flagged"
+                ],
+            }
+        )
+    decision = wave.get("decision") if isinstance(wave.get("decision"), dict) else None
+    return {
+        "number": _number(wave.get("number")),
+        "statement": _str(plan.get("statement")),
+        "population": _number(plan.get("population")),
+        "detection": _number(plan.get("detection_probability")),
+        "method": _str(plan.get("method")),
+        "items": items,
+        "skipped": _strs(wave.get("skipped")),
+        "screens": screens,
+        "decision": None
+        if decision is None
+        else {"step": _str(decision.get("step")), "reasons": _strs(decision.get("reasons"))},
+    }
+
+
+# -- tolerant field access -------------------------------------------------------
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value != "" else None
+
+
+def _strs(value: Any) -> list[str]:
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _plain(value: Any) -> bool:
+    """JSON-safe scalars, and lists or maps of them (a config value, a model map)."""
+    if value is None or isinstance(value, str | bool):
+        return True
+    if isinstance(value, int | float):
+        return _number(value) is not None
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False

@@ -1,0 +1,237 @@
+"""What the viewer reads: the log, the run folders and the batch folders.
+
+This is the viewer's only I/O on the way in. The log is the record that
+lasts (run folders are git-ignored and often deleted), so every run comes
+from the log, through `state.metrics`; a run folder, where it still exists,
+adds what the log does not keep: the output as each round saw it, the spec,
+and the reviewers' words behind each check.
+
+Redaction: the log is redacted as it is written (`state.log.append`), so
+its records are shown as they are. Run and batch folders are not: every
+text read from them passes through `state.redact` here, before any page
+sees it. Redaction costs about 2 µs a character, so the folder texts of
+only the newest runs are read, up to `TEXT_BUDGET` characters; the others
+say so on their page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from santa_method.core.errors import InputError
+from santa_method.state import log as runlog
+from santa_method.state.metrics import (
+    RunView,
+    compute_runs,
+    runs_from_records,
+    since_filter,
+    since_moment,
+)
+from santa_method.state.redact import redact, redact_text
+
+#: Characters of run-folder text (outputs, specs, reviewers' details) read per page.
+TEXT_BUDGET = 1_000_000
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """What a run's folder adds to the log. `texts` is False when the folder
+    exists but its texts were left out to keep the page small and quick."""
+
+    texts: bool
+    status: str | None = None
+    outputs: dict[int, str] = field(default_factory=dict)
+    spec: str | None = None
+    replies: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
+    report: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class BatchFiles:
+    """A batch folder: its state, and its report once it has a verdict."""
+
+    batch_id: str
+    state: dict[str, Any] | None
+    report: dict[str, Any] | None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Everything one page is built from, newest run first."""
+
+    log: Path
+    home: Path
+    runs: list[RunView]
+    metrics: dict[str, Any]
+    folders: dict[str, RunFiles]
+    batches: list[BatchFiles]
+    warnings: list[str]
+
+
+def collect(
+    log_path: Path,
+    home: Path,
+    since: date | datetime | None = None,
+    text_budget: int = TEXT_BUDGET,
+) -> Sources:
+    """Read the log and the folders under `home` (the project's `.santa/`)."""
+    read = runlog.read(log_path)
+    warnings = read.warnings()
+    runs = since_filter(runs_from_records(read.records), since)
+    metrics = compute_runs(runs)
+    runs.sort(key=lambda r: (r.started is not None, r.started, r.run_id), reverse=True)
+    folders: dict[str, RunFiles] = {}
+    budget = text_budget
+    runs_root = home / "runs"
+    present = set(os.listdir(runs_root)) if runs_root.is_dir() else set()
+    for run in runs:
+        if run.run_id not in present or not _is_run_id(run.run_id):
+            continue
+        folder = runs_root / run.run_id
+        if not (folder / "state.json").is_file():
+            continue
+        if budget <= 0:
+            folders[run.run_id] = RunFiles(texts=False)
+            continue
+        files = read_run_folder(folder)
+        budget -= sum(len(t) for t in files.outputs.values()) + len(files.spec or "")
+        budget -= sum(len(d) for w in files.replies.values() for d in w["details"].values())
+        folders[run.run_id] = files
+    batches = [b for b in (read_batch_folder(p) for p in _batch_folders(home)) if _after(b, since)]
+    return Sources(log_path, home, runs, metrics, folders, batches, warnings)
+
+
+def _is_run_id(run_id: str) -> bool:
+    """Whether a log's run id can name a run folder (never a path elsewhere)."""
+    from santa_method.state.runs import run_dir
+
+    try:
+        return run_dir(run_id).name == run_id
+    except InputError:
+        return False
+
+
+def read_run_folder(folder: Path) -> RunFiles:
+    """The texts of one run folder, redacted; a damaged part is left out and named."""
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return RunFiles(texts=False, problem=f"its state.json is unreadable ({exc})")
+    if not isinstance(state, dict):
+        return RunFiles(texts=False, problem="its state.json is not a run state")
+    outputs: dict[int, str] = {}
+    replies: dict[tuple[int, str], dict[str, Any]] = {}
+    for r in state.get("rounds") or []:
+        if not isinstance(r, dict) or not isinstance(r.get("round"), int):
+            continue
+        text = _read(folder / f"round-{r['round']}" / "output.txt")
+        if text is not None:
+            outputs[r["round"]] = redact_text(text)
+        for label, words in contested(r.get("slots")).items():
+            replies[(r["round"], label)] = words
+    spec = _read(folder / "spec.md")
+    report = None
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        report = redact(loaded) if isinstance(loaded, dict) else None
+    status = state.get("status")
+    return RunFiles(
+        texts=True,
+        status=status if isinstance(status, str) else None,
+        outputs=outputs,
+        spec=None if spec is None else redact_text(spec),
+        replies=replies,
+        report=report,
+    )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def contested(slots: Any) -> dict[str, dict[str, Any]]:
+    """Each reviewer's own words on the checks that matter: those some reviewer
+    of the round failed or that the reviewers rated differently (a check every
+    reviewer passed needs no explanation). Redacted; a round every reviewer
+    passed is not even parsed, and an unreadable reply adds nothing (the log
+    says why it did not count)."""
+    from santa_method.core.extract import extract_verdict_object
+
+    if not isinstance(slots, dict):
+        return {}
+    stored = {str(k): v for k, v in slots.items() if isinstance(v, dict)}
+    if all(v.get("gated_verdict") == "PASS" for v in stored.values()):
+        return {}
+    checks: dict[str, dict[str, tuple[str, str | None]]] = {}
+    for label, slot in stored.items():
+        found = (
+            extract_verdict_object(slot["reply"]).obj
+            if isinstance(slot.get("reply"), str)
+            else None
+        )
+        if isinstance(found, dict):
+            checks[label] = {
+                c["criterion"]: (str(c.get("result")), c.get("detail"))
+                for c in found.get("checks") or []
+                if isinstance(c, dict) and isinstance(c.get("criterion"), str)
+            }
+    criteria = {c for by in checks.values() for c in by}
+    wanted = {
+        c
+        for c in criteria
+        if len({by.get(c, ("-", None))[0] for by in checks.values()}) > 1
+        or any(by.get(c, ("", None))[0] == "FAIL" for by in checks.values())
+    }
+    words = {
+        label: {
+            c: d for c, (_, d) in by.items() if c in wanted and isinstance(d, str) and d.strip()
+        }
+        for label, by in checks.items()
+    }
+    return redact({label: {"details": d} for label, d in words.items() if d})
+
+
+def _batch_folders(home: Path) -> list[Path]:
+    from santa_method.state.batches import _BATCH_ID
+
+    root = home / "batches"
+    if not root.is_dir():
+        return []
+    return sorted((p for p in root.iterdir() if _BATCH_ID.fullmatch(p.name)), reverse=True)
+
+
+def read_batch_folder(folder: Path) -> BatchFiles:
+    """A batch's state and report, redacted (its items may quote outputs)."""
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return BatchFiles(folder.name, None, None, f"its state.json is unreadable ({exc})")
+    report = None
+    with contextlib.suppress(OSError, ValueError):
+        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    if not isinstance(state, dict):
+        return BatchFiles(folder.name, None, None, "its state.json is not a batch state")
+    # The rubric's text is the batch's input, not its result: left out.
+    options = {k: v for k, v in (state.get("options") or {}).items() if k != "rubric"}
+    kept = {**state, "options": options}
+    return BatchFiles(
+        folder.name, redact(kept), redact(report) if isinstance(report, dict) else None
+    )
+
+
+def _after(batch: BatchFiles, since: date | datetime | None) -> bool:
+    if since is None or batch.state is None:
+        return True
+    created = runlog.parse_ts(batch.state.get("created"))
+    return created is not None and since_moment(since) <= created

@@ -1,0 +1,299 @@
+"""`santa view`: the page's data and HTML, from real runs and a real batch.
+
+The runs are driven through the headless loop with a scripted model
+(`_view_project.py`): each planted phrase is one kind of problem, so every
+expectation here comes from the phrase, not from the code under test. The
+page in a real browser is tested in `test_view_browser.py`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html as html_lib
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import _view_project as vp
+from _view_project import isolate
+from santa_method.cli import main
+from santa_method.state import log as runlog
+from santa_method.state.history import summarise_runs
+from santa_method.view import write_view
+from santa_method.view.marks import Located, line_diff, merge_spans
+from santa_method.view.model import GONE, TEXTS_LEFT_OUT, fix_report, page_data, problem
+from santa_method.view.page import embed_json
+from santa_method.view.sources import collect
+
+VERDICT = {"shipped": "NICE", "nice": "NICE", "escalated": "ESCALATED", "open": "open"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    yield from vp.built_project(tmp_path_factory)
+
+
+@pytest.fixture
+def project(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    isolate(monkeypatch, built["root"])
+    return built
+
+
+def data_of(root: Path, **kwargs: Any) -> dict[str, Any]:
+    src = collect(root / ".santa" / "log.jsonl", root / ".santa", **kwargs)
+    return page_data(src, generated="2026-01-01T00:00:00Z", since=None)
+
+
+def run_of(data: dict[str, Any], run_id: str) -> dict[str, Any]:
+    return next(r for r in data["runs"] if r["id"] == run_id)
+
+
+# -- the whole command ------------------------------------------------------------------
+
+
+def test_an_empty_project_gets_a_friendly_page(tmp_path, monkeypatch, capsys):
+    isolate(monkeypatch, tmp_path)
+    assert main(["view"]) == 0
+    page = tmp_path / ".santa" / "view" / "index.html"
+    html = page.read_text(encoding="utf-8")
+    assert "No runs have been logged yet" in html and "santa run --against" in html
+    assert (page.parent / ".gitignore").read_text() == "*\n"
+    assert sorted(p.name for p in page.parent.iterdir()) == [".gitignore", "index.html"]
+    assert page.resolve().as_uri() in capsys.readouterr().out
+
+
+def test_every_run_and_the_batch_are_in_the_page(project):
+    root = project["root"]
+    data = data_of(root)
+    rows, _ = summarise_runs(root / ".santa" / "log.jsonl")
+    assert sorted(r["id"] for r in data["runs"]) == sorted(r["run_id"] for r in rows)
+    for row in rows:
+        assert run_of(data, row["run_id"])["verdict"] == VERDICT[row["outcome"]]
+    assert [b["id"] for b in data["batches"]] == [project["batch"].batch_id]
+    batch_runs = {o.run_id for o in project["batch"].outcomes}
+    assert {r["id"] for r in data["runs"] if r.get("batch")} == batch_runs
+
+
+def test_a_run_page_shows_both_reviewers_and_who_raised_what(project):
+    data = data_of(project["root"])
+    run = run_of(data, project["runs"]["year"].run_id)
+    first, second = run["detail"]["rounds"]
+    assert [v["label"] for v in first["reviews"]] == ["B", "C"]
+    names = [data["criteria"][i] for i in run["detail"]["criteria"]]
+    fa = names.index("factual-accuracy")
+    nh = names.index("no-hallucination")
+    b, c = first["reviews"]
+    assert (b["checks"][fa], c["checks"][fa]) == ("F", "F")
+    assert (b["checks"][nh], c["checks"][nh]) == ("F", "P")  # only B saw the invented flag
+    assert "reviewer B" in b["details"][fa]  # the reviewer's own words, from the run folder
+    by = {p["issue"]: p["by"] for p in first["problems"]}
+    assert by == {"the release year is wrong": ["B", "C"], "the tool has no --turbo flag": ["B"]}
+    # Each quote is marked where it stands in the output of that round.
+    marked = {first["output"][s:e] for s, e, _ in first["marks"]}
+    assert marked == {"Released in 1999.", "the --turbo flag"}
+    assert first["fix"]["notes"].startswith("1. fixed:")
+    assert ["-", vp.README_YEAR.splitlines()[2]] in second["diff"]
+    assert any(op == "+" and "Released in 2024." in line for op, line in second["diff"])
+    assert second["verdict"] == "NICE" and "problems" not in second
+
+
+def test_an_escalated_run_shows_why_and_the_fixers_question(project):
+    data = data_of(project["root"])
+    run = run_of(data, project["runs"]["price"].run_id)
+    assert run["verdict"] == "ESCALATED"
+    escalation = run["detail"]["escalation"]
+    assert escalation["reasons"] and escalation["from"] == "report"
+    question = "what is the price of the Pro plan?"
+    assert run["detail"]["rounds"][0]["fix"]["questions"] == [question]
+
+
+def test_the_batch_page_has_samples_screens_and_intervals(project):
+    data = data_of(project["root"])
+    (batch,) = data["batches"]
+    report = json.loads(Path(project["batch"].report).with_suffix(".json").read_text())
+    d = batch["detail"]
+    assert batch["verdict"] == report["verdict"] == "ACCEPTED"
+    assert d["failures"] == report["failures_by_criterion"]
+    assert d["estimate"]["interval"] == report["estimate"]["interval"]
+    assert d["guarantee"] == report["guarantee"]
+    first = d["samples"][0]
+    assert first["screens"][0]["criterion"] == "completeness"
+    assert (
+        first["screens"][0]["flagged"] == report["waves"][0]["screens"]["completeness"]["flagged"]
+    )
+    failed = sorted(i["item"] for i in first["items"] if i["failed"])
+    assert failed == sorted(report["waves"][0]["failures_by_criterion"]["completeness"])
+    assert len(first["items"]) == report["waves"][0]["n"]
+
+
+def test_hostile_text_stays_data_and_the_policy_allows_only_the_page(project, tmp_path):
+    out = tmp_path / "page.html"
+    assert main(["view", "--out", str(out)]) == 0
+    html = out.read_text(encoding="utf-8")
+    # Exactly two script elements (the data, the page's own) and no image: the
+    # hostile markup is in the data, with its "<" written as an escape.
+    assert len(re.findall(r"<script\b", html)) == 2
+    assert "<img" not in html
+    data = json.loads(_data_text(html))
+    hostile = run_of(data, project["runs"]["hostile"].run_id)
+    assert vp.HOSTILE in hostile["detail"]["rounds"][0]["output"]
+    policy = html_lib.unescape(
+        re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    )
+    assert "default-src 'none'" in policy
+    script = re.search(r"<script>(.*)</script></body>", html, re.S).group(1)
+    style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+    for inline in (script, style):
+        digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in policy
+    assert "unsafe-inline" not in policy and "http" not in policy
+
+
+def _data_text(html: str) -> str:
+    return re.search(
+        r'<script type="application/json" id="santa-data">(.*?)</script>', html, re.S
+    ).group(1)
+
+
+def test_embedded_json_cannot_close_its_element():
+    text = embed_json({"s": "</script><script>alert(1)</script><!-- & -->"})
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"s": "</script><script>alert(1)</script><!-- & -->"}
+
+
+def test_runs_whose_folders_are_gone_come_from_the_log(project, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(project["root"] / ".santa", copy / ".santa")
+    shutil.rmtree(copy / ".santa" / "runs")
+    data = data_of(copy)
+    run = run_of(data, project["runs"]["year"].run_id)
+    assert run["folder"] == "gone" and run["detail"]["notes"] == [GONE]
+    first = run["detail"]["rounds"][0]
+    assert "output" not in first and "diff" not in first and "marks" not in first
+    assert len(first["problems"]) == 2 and "details" not in first["reviews"][0]
+    assert "escalation" not in run["detail"]
+
+
+def test_folder_texts_and_details_beyond_the_budgets_are_left_out_and_say_so(project):
+    root = project["root"]
+    src = collect(root / ".santa" / "log.jsonl", root / ".santa", text_budget=1)
+    assert src.folders[src.runs[0].run_id].texts  # the newest run's texts, then none
+    assert not any(src.folders[r.run_id].texts for r in src.runs[1:])
+    data = page_data(src, generated="x", since=None)
+    kept = data["runs"][1]
+    assert kept["folder"] == "kept" and kept["detail"]["notes"] == [TEXTS_LEFT_OUT]
+    assert "output" not in kept["detail"]["rounds"][0]
+    small = page_data(src, generated="x", since=None, page_budget=0)
+    rows = small["runs"]
+    assert all(r["detail"] is None for r in rows) and "santa view --since" in small["left_out"]
+    assert {r["id"] for r in rows} == {r.run_id for r in src.runs}
+
+
+def test_secrets_in_a_run_folder_are_redacted(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    key = "sk-ant-api03-" + "Q" * 40
+    target = tmp_path / "secret.md"
+    target.write_text(f"# Tool\n\nUse the key {key} to log in.\n\n## License\nMIT\n")
+    from santa_method.headless import verify_sync
+
+    verify_sync(vp.SPEC, target, backend=vp.ScriptedModel())
+    assert key in next((tmp_path / ".santa" / "runs").glob("*/round-1/output.txt")).read_text()
+    written = write_view(log_path=tmp_path / ".santa" / "log.jsonl", home=tmp_path / ".santa")
+    html = written.path.read_text(encoding="utf-8")
+    assert key not in html and "[REDACTED:Anthropic API Key]" in html
+
+
+def test_since_keeps_later_runs_and_batches(project, tmp_path, capsys):
+    out = tmp_path / "later.html"
+    assert main(["view", "--since", "2999-01-01", "--out", str(out)]) == 0
+    data = json.loads(_data_text(out.read_text(encoding="utf-8")))
+    assert data["runs"] == [] and data["batches"] == [] and data["since"] == "2999-01-01"
+    assert "No runs have been logged yet" in out.read_text(encoding="utf-8")
+    assert main(["view", "--since", "yesterday"]) == 2
+    assert "not a date" in capsys.readouterr().err
+
+
+def test_bad_out_is_refused(project, tmp_path, capsys):
+    assert main(["view", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_open_hands_the_file_to_the_browser(project, tmp_path, monkeypatch):
+    opened: list[str] = []
+    import webbrowser
+
+    monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
+    out = tmp_path / "v.html"
+    assert main(["view", "--out", str(out), "--open"]) == 0
+    assert opened == [out.resolve().as_uri()]
+
+
+def test_damaged_log_lines_are_shown_as_warnings(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    log = tmp_path / ".santa" / "log.jsonl"
+    runlog.append(log, {"run_id": "r1", "event": "run", "iteration": 0, "target": "a.md"})
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write("{not json\n")
+    data = data_of(tmp_path)
+    assert [r["id"] for r in data["runs"]] == ["r1"] and data["runs"][0]["verdict"] == "open"
+    assert any("line 2" in w for w in data["warnings"])
+
+
+# -- the pure parts ---------------------------------------------------------------------
+
+
+def test_quotes_are_found_as_the_gate_finds_them():
+    text = "He said “Hello\n   World” twice. hello world"
+    located = Located(text)
+    (first, *_rest) = located.spans('"hello world"')
+    assert text[first[0] : first[1]] == "“Hello\n   World”"
+    assert [text[s:e] for s, e in located.spans("hello world")] == ["hello world"]  # exact first
+    assert located.spans("absent") == [] and located.spans("  ") == []
+
+
+def test_overlapping_marks_are_cut_into_pieces():
+    assert merge_spans([(0, 10, 1), (5, 15, 2)]) == [(0, 5, [1]), (5, 10, [1, 2]), (10, 15, [2])]
+    assert merge_spans([]) == []
+
+
+def test_a_diff_keeps_context_and_counts_what_it_skips():
+    before = "\n".join(f"line {i}" for i in range(20))
+    after = before.replace("line 10", "line ten")
+    ops = line_diff(before, after)
+    assert ["-", "line 10"] in ops and ["+", "line ten"] in ops
+    assert ops[0] == ["~", "7 unchanged lines"] and ops[-1] == ["~", "6 unchanged lines"]
+    assert line_diff(before, before) == []
+
+
+def test_problems_read_both_shapes_of_the_gates_issues():
+    old = problem({"criterion": "completeness", "issue": "x", "quote": "q", "flagged_by": ["B"]})
+    assert old["criteria"] == ["completeness"] and old["quotes"] == ["q"] and old["by"] == ["B"]
+    new = problem(
+        {
+            "criteria": ["no-hallucination", "factual-accuracy"],
+            "criterion": "no-hallucination",
+            "quotes": ["a", "b"],
+            "quote": "a",
+            "issue": "invented flag",
+            "flagged_by": ["B", "C"],
+        }
+    )
+    assert new["criteria"] == ["no-hallucination", "factual-accuracy"] and new["quotes"] == [
+        "a",
+        "b",
+    ]
+    damaged = problem({"criterion": 3, "quote": None, "flagged_by": "B"})
+    assert damaged == {"criteria": ["unspecified"]}  # empty fields are left out
+
+
+def test_needs_input_questions_come_from_the_notes_or_the_record():
+    notes = "1. fixed: the year\n2. needs input: what is the price?\n3) Needs input: who owns it?"
+    assert fix_report({"notes": notes})["questions"] == ["what is the price?", "who owns it?"]
+    asked = fix_report({"notes": "", "questions": ["the SKU?", {"question": "the date?"}]})
+    assert asked["questions"] == ["the SKU?", "the date?"]
