@@ -52,6 +52,7 @@ SANTA_COMMANDS = {
     "validate": None,
     "rubric": {"list", "show", "lint"},
     "init": None,
+    "view": None,
 }
 
 
