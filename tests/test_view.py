@@ -245,6 +245,18 @@ def test_damaged_log_lines_are_shown_as_warnings(tmp_path, monkeypatch):
     assert any("line 2" in w for w in data["warnings"])
 
 
+def test_a_headless_run_whose_process_is_gone_shows_as_interrupted(tmp_path, monkeypatch):
+    isolate(monkeypatch, tmp_path)
+    log = tmp_path / ".santa" / "log.jsonl"
+    record = {"event": "run", "iteration": 0, "target": "a.md", "source": "api"}
+    runlog.append(log, {"run_id": "r-gone", **record})
+    runlog.append(log, {"run_id": "r-hand", **record, "source": "files"})
+    rows = {r["id"]: r for r in data_of(tmp_path)["runs"]}
+    assert rows["r-gone"]["state"] == "interrupted" and rows["r-gone"]["verdict"] == "open"
+    assert "santa run --resume r-gone" in rows["r-gone"]["detail"]["notes"][0]
+    assert "state" not in rows["r-hand"]
+
+
 # -- the pure parts ---------------------------------------------------------------------
 
 

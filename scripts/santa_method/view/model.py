@@ -48,6 +48,13 @@ DETAIL_LEFT_OUT = (
 )
 
 
+def interrupted_note(run_id: str) -> str:
+    return (
+        f"This run was interrupted: the process driving it is gone. Resume it with "
+        f"`santa run --resume {run_id}`, or close it with `santa log escalate --run {run_id}`."
+    )
+
+
 class Criteria:
     """The page's one list of criterion names; runs refer to them by index."""
 
@@ -79,6 +86,8 @@ def page_data(
     runs = []
     for view in src.runs:
         entry = run_row(view, src.folders.get(view.run_id), per_run.get(view.run_id))
+        if view.run_id in src.interrupted:
+            entry["state"] = "interrupted"
         if view.run_id in batch_of:
             entry["batch"] = batch_of[view.run_id]
         runs.append(entry)
@@ -87,6 +96,8 @@ def page_data(
         if budget > 0:
             detail = run_detail(view, src.folders.get(view.run_id), criteria)
             budget -= _size(detail)
+            if view.run_id in src.interrupted:
+                detail.setdefault("notes", []).insert(0, interrupted_note(view.run_id))
             entry["detail"] = detail
         else:
             entry["detail"] = None  # the page says why once: `left_out`

@@ -74,6 +74,7 @@ class Sources:
     folders: dict[str, RunFiles]
     batches: list[BatchFiles]
     warnings: list[str]
+    interrupted: frozenset[str] = frozenset()
 
 
 def collect(
@@ -106,7 +107,18 @@ def collect(
         budget -= sum(len(d) for w in files.replies.values() for d in w["details"].values())
         folders[run.run_id] = files
     batches = [b for b in (read_batch_folder(p) for p in _batch_folders(home)) if _after(b, since)]
-    return Sources(log_path, home, runs, metrics, folders, batches, warnings)
+    return Sources(log_path, home, runs, metrics, folders, batches, warnings, _interrupted(runs))
+
+
+def _interrupted(runs: list[RunView]) -> frozenset[str]:
+    """Open headless runs whose process is gone (`state.standing`)."""
+    from santa_method.state.standing import interrupted
+
+    return frozenset(
+        r.run_id
+        for r in runs
+        if r.outcome == "open" and interrupted(r.run_id, (r.run_record or {}).get("source"))
+    )
 
 
 def _is_run_id(run_id: str) -> bool:
