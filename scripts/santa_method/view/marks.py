@@ -47,7 +47,7 @@ class Located:
         needle = normalise(quote)
         if not needle:
             return []
-        spans = []
+        spans: list[tuple[int, int]] = []
         start = self._normalised.find(needle)
         while start != -1 and len(spans) < MAX_PLACES:
             end = start + len(needle) - 1
@@ -57,7 +57,7 @@ class Located:
 
 
 def _exact(quote: str, text: str) -> list[tuple[int, int]]:
-    spans = []
+    spans: list[tuple[int, int]] = []
     start = text.find(quote)
     while start != -1 and len(spans) < MAX_PLACES:
         spans.append((start, start + len(quote)))

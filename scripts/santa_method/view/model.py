@@ -459,7 +459,7 @@ def _strata(state: Mapping[str, Any], waves: Sequence[Mapping[str, Any]]) -> lis
 
 
 def _sample(wave: Mapping[str, Any]) -> dict[str, Any]:
-    plan = wave.get("plan") if isinstance(wave.get("plan"), dict) else {}
+    plan: dict[str, Any] = wave["plan"] if isinstance(wave.get("plan"), dict) else {}
     outcomes = {str(o.get("item")): o for o in _outcomes(wave)}
     items = []
     for item in _strs(wave.get("items")):
