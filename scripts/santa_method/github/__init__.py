@@ -1,0 +1,1 @@
+"""The GitHub Action's driver (`action.yml` runs `python -m santa_method.github`)."""
