@@ -343,3 +343,24 @@ def test_sarif_of_several_runs_is_one_run_with_every_rule_once() -> None:
 def test_a_long_comment_is_cut_to_what_github_accepts() -> None:
     body = fit("x" * (MAX_BODY * 2))
     assert len(body) <= MAX_BODY and "job summary" in body
+
+
+def test_a_scheduled_batch_is_verified_by_sampling(tmp_path, checkout, github, stub_server):
+    repo, _base = checkout
+    items = repo / "generated"
+    items.mkdir()
+    for i in range(3):
+        (items / f"item-{i}.md").write_text(f"# Item {i}\n\nFine.\n", encoding="utf-8")
+    server = stub_server({REVIEWER: clean})
+    job = Job(tmp_path, repo, github, server.base_url)
+    step = workflow_step("github-scheduled-batch.yml")
+    ctx = Context(inputs={}, secrets={"ANTHROPIC_API_KEY": API_KEY})
+    with_ = {k: ctx.render(v) for k, v in step["with"].items()}
+    result, summary = job.run({}, with_)  # a schedule's event names no pull request
+    assert result.returncode == 0, result.steps[-1].stdout + result.steps[-1].stderr
+    assert result.outputs["verdict"] == "ACCEPTED"
+    assert result.outputs["run-id"].startswith("b-")
+    assert "ACCEPTED" in summary
+    assert _sarif_results(result.outputs["sarif"]) == []
+    assert len(server.requests_for(REVIEWER)) >= 2
+    assert not github.requests  # comment: "false", and no pull request to comment on
