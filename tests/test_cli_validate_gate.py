@@ -226,7 +226,7 @@ def test_gate_examples_give_the_merged_flags(run) -> None:
     assert (data["verdict"], data["next"]) == ("NAUGHTY", "fix")
     assert all(r["valid"] and r["verdict"] == "FAIL" for r in data["reviews"])
     issues = data["issues"]
-    assert len(issues) == 7
+    assert len(issues) == 6  # the forbidden --chars flag is one problem under two criteria
 
     def find(criterion: str, needle: str) -> dict:
         (hit,) = [
@@ -240,11 +240,12 @@ def test_gate_examples_give_the_merged_flags(run) -> None:
     assert (version["flagged_by"], version["evidence"]) == (["B", "C"], "verified")
     chars = find("no-hallucination", "--chars")
     assert chars["flagged_by"] == ["B", "C"]
+    assert chars["criteria"] == ["no-hallucination", "compliance"]
+    assert "tally --chars notes.txt" in chars["quotes"] and len(chars["quotes"]) >= 2
     license_ = find("completeness", "License")
     assert (license_["flagged_by"], license_["evidence"]) == (["B", "C"], "none")
     assert find("completeness", "--bytes")["flagged_by"] == ["C"]
-    assert find("compliance", "--chars")["flagged_by"] == ["B"]  # same quote, other criterion
-    assert data["agreement"] == pytest.approx(3 / 7)
+    assert data["agreement"] == pytest.approx(3 / 6)
     assert data["suggestions"] == ["Show one example of reading standard input."]
 
 
@@ -259,7 +260,8 @@ def test_gate_examples_readable_form(run) -> None:
     assert proc.returncode == 1
     lines = proc.stdout.splitlines()
     assert lines[0].split() == ["NAUGHTY", "next:", "fix"]
-    assert "issues (7 merged, agreement 43%):" in lines
+    assert "problems (6 merged, agreement 50%):" in lines
+    assert "   also breaks: compliance" in lines
     assert "   flagged by B, C" in lines
     assert any("quote found in the output" in line for line in lines)
 

@@ -76,22 +76,128 @@ def test_quotes_that_do_not_overlap_stay_apart() -> None:
     assert [i.flagged_by for i in issues] == [("B",), ("C",)]
 
 
-def test_adjacent_quotes_do_not_overlap() -> None:
+def test_adjacent_quotes_in_different_claims_stay_apart() -> None:
     issues = _two(
-        one_issue("factual-accuracy", "x", quote="Current version:"),
-        one_issue("factual-accuracy", "x", quote="2.0."),
+        one_issue("factual-accuracy", "x", quote="words and bytes in your files."),
+        one_issue("factual-accuracy", "x", quote="Current version: 2.0."),
     )
     assert len(issues) == 2
 
 
-def test_the_same_quote_under_different_criteria_stays_apart() -> None:
+def test_two_parts_of_one_claim_under_one_criterion_are_one_problem() -> None:
+    issues = _two(
+        one_issue("factual-accuracy", "Wrong label", quote="Current version:"),
+        one_issue("factual-accuracy", "Wrong number", quote="2.0."),
+    )
+    assert len(issues) == 1
+    assert issues[0].all_quotes == ("Current version:", "2.0.")
+
+
+def test_two_parts_of_one_claim_under_different_criteria_join_only_on_a_shared_figure() -> None:
+    issues = _two(
+        one_issue("factual-accuracy", "The version is not 2.0", quote="Current version:"),
+        one_issue("internal-consistency", "2.0 disagrees with the changelog", quote="2.0."),
+    )
+    assert len(issues) == 1
+    issues = _two(
+        one_issue("factual-accuracy", "Wrong label", quote="Current version:"),
+        one_issue("internal-consistency", "Disagrees with the changelog", quote="2.0."),
+    )
+    assert len(issues) == 2
+
+
+def test_the_same_quote_under_different_criteria_is_one_problem() -> None:
     issues = _two(
         one_issue("no-hallucination", "Invents a flag", quote="tally --chars notes.txt"),
         one_issue(
             "compliance", "Documents a flag the spec forbids", quote="tally --chars notes.txt"
         ),
     )
-    assert sorted(i.criterion for i in issues) == ["compliance", "no-hallucination"]
+    assert len(issues) == 1
+    assert issues[0].criterion == "no-hallucination"  # one reviewer each: the first named
+    assert issues[0].criteria == ("no-hallucination", "compliance")
+    assert issues[0].to_json()["criteria"] == ["no-hallucination", "compliance"]
+    assert issues[0].to_json()["quotes"] == ["tally --chars notes.txt"]
+
+
+def test_the_primary_criterion_is_the_one_most_reviewers_named() -> None:
+    flag = {"quote": "tally --chars notes.txt"}
+    reviews = [
+        one_issue("compliance", "Documents a forbidden flag", **flag),
+        one_issue("no-hallucination", "Invents --chars", **flag),
+        fail_review(
+            {"no-hallucination": "", "technical-correctness": ""},
+            [
+                issue("technical-correctness", "The command fails", **flag),
+                issue("no-hallucination", "No such flag", quote="--chars"),
+            ],
+        ),
+    ]
+    issues, agreement = merged(reviews)
+    assert len(issues) == 1
+    assert issues[0].criterion == "no-hallucination"
+    assert issues[0].issue == "Invents --chars"
+    assert set(issues[0].criteria) == {"compliance", "no-hallucination", "technical-correctness"}
+    assert issues[0].flagged_by == ("B", "C", "D")
+    assert agreement == 1.0
+
+
+TURBO = "# tally 2.1\n\nVersion 2.5.0 adds `--turbo` for large files.\n"
+
+
+@pytest.mark.parametrize(
+    ("version_quote", "turbo_quote"),
+    [
+        ("Version 2.5.0 adds `--turbo`", "Version 2.5.0 adds `--turbo`"),  # both quote it all
+        ("Version 2.5.0", "adds `--turbo`"),  # each its part
+        ("Version 2.5.0", "Version 2.5.0 adds `--turbo` for large files."),
+    ],
+)
+def test_a_wrong_version_and_an_invented_flag_in_one_sentence_are_two_problems(
+    version_quote: str, turbo_quote: str
+) -> None:
+    for version_criterion in ("factual-accuracy", "no-hallucination"):
+        issues = _two(
+            one_issue(
+                version_criterion,
+                "The spec's release is 2.4.0, not 2.5.0.",
+                quote=version_quote,
+            ),
+            one_issue(
+                "no-hallucination",
+                "`--turbo` is not an option the spec lists; it is invented.",
+                quote=turbo_quote,
+            ),
+            output=TURBO,
+        )
+        assert len(issues) == 2, (version_quote, turbo_quote, version_criterion)
+
+
+def test_no_chain_of_flags_joins_two_different_defects() -> None:
+    # A third flag overlaps both, but the version and the flag stay apart.
+    reviews = [
+        one_issue("factual-accuracy", "2.5.0 should be 2.4.0", quote="Version 2.5.0"),
+        one_issue("no-hallucination", "`--turbo` is invented", quote="adds `--turbo`"),
+        one_issue("compliance", "This sentence breaks the spec", quote="2.5.0 adds `--turbo`"),
+    ]
+    issues, _ = merged(reviews, TURBO)
+    assert len(issues) == 2
+
+
+def test_a_placeholder_joins_the_omission_its_description_names() -> None:
+    output = "## Errors\n\nTODO: list the error codes.\n"
+    issues = _two(
+        one_issue(
+            "completeness",
+            "A placeholder instead of the `400 Bad Request` and `404 Not Found` errors",
+            quote="TODO: list the error codes.",
+        ),
+        one_issue("completeness", "Absent", missing="`400 Bad Request` and `404 Not Found`"),
+        output=output,
+    )
+    assert len(issues) == 1
+    assert issues[0].quote == "TODO: list the error codes."
+    assert issues[0].missing is None  # the face is the quoted flag (listed first)
 
 
 def test_unlocated_quotes_merge_only_by_containment() -> None:
@@ -126,6 +232,16 @@ def test_a_verified_quote_is_the_face_of_its_group() -> None:
         ("License section", "Changelog section", False),
         ("documentation of --bytes", "documentation of --words", False),
         ("License section \uff08MIT\uff09", "a license section", True),
+        ("A row for TLY-1377", "The data row for SKU TLY-1377 (Item 1377)", True),
+        ("A row for TLY-1377", "A row for TLY-1378", False),
+        (
+            "A level-2 'Upgrading' section",
+            "The third level-2 heading, 'Upgrading', after 'Fixes'",
+            True,
+        ),
+        ("A level-2 'Upgrading' section", "A level-2 'Changelog' section", False),
+        ("the `Upgrading` section", "an upgrading section with the pip command", True),
+        ("the `--bytes` option", "the `--words` option", False),
     ],
 )
 def test_same_missing_item(a: str, b: str, same: bool) -> None:
@@ -159,12 +275,33 @@ def test_wording_merges_only_without_evidence() -> None:
         one_issue("compliance", text_b, quote="the fastest counter available"),
     )
     assert len(issues) == 2
-    # One side with evidence, the other without: different claims.
+    # A flag without evidence joins one with evidence that says the same.
     issues = _two(
         one_issue("compliance", text_a, quote="Current version: 2.0."),
         one_issue("compliance", text_b),
     )
-    assert len(issues) == 2
+    assert len(issues) == 1
+    assert issues[0].quote == "Current version: 2.0."
+    assert issues[0].flagged_by == ("B", "C")
+    # ... but not under another criterion, nor when the words differ.
+    assert (
+        len(
+            _two(
+                one_issue("compliance", text_a, quote="Current version: 2.0."),
+                one_issue("factual-accuracy", text_b),
+            )
+        )
+        == 2
+    )
+    assert (
+        len(
+            _two(
+                one_issue("compliance", text_a, quote="Current version: 2.0."),
+                one_issue("compliance", "The usage section is too long"),
+            )
+        )
+        == 2
+    )
 
 
 @pytest.mark.parametrize(

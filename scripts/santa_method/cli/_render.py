@@ -25,9 +25,13 @@ def validation_text(result: ValidationResult) -> str:
 
 def _issue_lines(n: int, issue: MergedIssue) -> list[str]:
     lines = [f"{n}. [{issue.criterion}] {issue.issue}"]
+    others = issue.all_criteria[1:]
+    if others:
+        lines.append(f"   also breaks: {', '.join(others)}")
     lines.append(f"   flagged by {', '.join(issue.flagged_by)}")
     if issue.quote is not None:
         lines.append(f"   quote: {issue.quote!r} ({_EVIDENCE[issue.evidence]})")
+        lines += [f"   also quoted: {q!r}" for q in issue.all_quotes[1:]]
     elif issue.missing is not None:
         lines.append(f"   missing: {issue.missing}")
     else:
@@ -46,7 +50,7 @@ def gate_text(result: GateResult) -> str:
         lines += [f"    {e}" for e in review.errors]
     if result.issues:
         agreement = "" if result.agreement is None else f", agreement {result.agreement:.0%}"
-        lines.append(f"issues ({len(result.issues)} merged{agreement}):")
+        lines.append(f"problems ({len(result.issues)} merged{agreement}):")
         for n, issue in enumerate(result.issues, 1):
             lines += _issue_lines(n, issue)
     if result.suggestions:

@@ -57,10 +57,10 @@ def gate(
     issues = tuple(merge_flags(flags, output))
     suggestions = tuple(merge_suggestions([o.review.suggestions for o in valid]))  # type: ignore[union-attr]
 
+    # The share of problems that two or more reviewers raised independently.
     agreement = None
     if issues and len(valid) >= 2:
-        everyone = {o.label for o in valid}
-        agreement = sum(1 for i in issues if everyone <= set(i.flagged_by)) / len(issues)
+        agreement = sum(1 for i in issues if len(set(i.flagged_by)) >= 2) / len(issues)
 
     reasons = []
     for o in outcomes:

@@ -13,6 +13,7 @@ order and contiguously in the output.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -90,3 +91,72 @@ def find_spans(quote: str, output: str, limit: int = 64) -> tuple[Span, ...]:
 
 def quote_occurs(quote: str, output: str) -> bool:
     return bool(find_spans(quote, output, limit=1))
+
+
+_FENCE_LINE = re.compile(r"^\s*(```|~~~)")
+_BLOCK_START = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|#|\||>)")
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+")
+
+
+def _line_claims(text: str) -> list[str]:
+    """Split text outside comments into claims: sentences of prose (a wrapped
+    line continues its sentence), single lines of code, data rows and list
+    items."""
+    pieces: list[str] = []
+    current = ""
+    in_code = False
+    for line in text.splitlines(keepends=True):
+        fence_line = bool(_FENCE_LINE.match(line))
+        continues = (
+            not in_code
+            and not fence_line
+            and current.strip() != ""
+            and line.strip() != ""
+            and not _BLOCK_START.match(line)
+            and (line[:1].isspace() or line.lstrip()[:1].islower() or line.lstrip()[:1] in "`(\"'")
+        )
+        if continues:
+            current += line
+            continue
+        if current:
+            pieces.append(current)
+        current = line
+        if fence_line:
+            in_code = not in_code
+    if current:
+        pieces.append(current)
+    out: list[str] = []
+    for piece in pieces:
+        parts = _SENTENCE_END.split(piece)
+        out.extend(parts[:-1])
+        out.append(parts[-1])
+    return out
+
+
+def claim_spans(output: str) -> tuple[Span, ...]:
+    """The output cut into claims (normalised coordinates, like `find_spans`).
+
+    A claim is a sentence of prose, one line of code or data, or one hidden
+    HTML comment (text slipped in whole). Two quotes inside one claim may be
+    different parts of one statement; quotes in different claims never are.
+    Empty when the pieces do not add up to the normalised output (then no
+    claim is known and nothing joins by claim).
+    """
+    pieces: list[str] = []
+    last = 0
+    for match in _COMMENT.finditer(output):
+        pieces.extend(_line_claims(output[last : match.start()]))
+        pieces.append(match.group())
+        last = match.end()
+    pieces.extend(_line_claims(output[last:]))
+    spans: list[Span] = []
+    start = 0
+    for piece in pieces:
+        n = len(normalise(piece))
+        if n:
+            spans.append(Span(start, start + n))
+            start += n
+    if start != len(_normalised_output(output)):
+        return ()
+    return tuple(spans)

@@ -162,9 +162,13 @@ class Flag:
 
 @dataclass(frozen=True)
 class MergedIssue:
-    """One problem, however many reviewers flagged it.
+    """One problem, however many reviewers flagged it under however many criteria.
 
-    `key` is a stable identity across rounds (criterion plus the normalised
+    `criterion`, `issue`, `quote` and `missing` are the problem's face: its
+    primary criterion (the one most of its reviewers named) and one flag
+    under it. `criteria` lists every criterion it breaks, primary first;
+    `quotes` every distinct quote of its flags, the face's first. `key` is a
+    stable identity across rounds (primary criterion plus the normalised
     evidence or wording) so the state layer can tell a recurring flag from a
     new one.
     """
@@ -178,6 +182,19 @@ class MergedIssue:
     location: str | None = None
     source: Literal["issue", "check"] = "issue"
     key: str = ""
+    criteria: tuple[str, ...] = ()
+    quotes: tuple[str, ...] = ()
+
+    @property
+    def all_criteria(self) -> tuple[str, ...]:
+        """Every criterion, primary first (also for a flag built without `criteria`)."""
+        return tuple(dict.fromkeys([self.criterion, *self.criteria]))
+
+    @property
+    def all_quotes(self) -> tuple[str, ...]:
+        return tuple(
+            dict.fromkeys([*([self.quote] if self.quote is not None else []), *self.quotes])
+        )
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"criterion": self.criterion, "issue": self.issue}
@@ -191,7 +208,26 @@ class MergedIssue:
         out["flagged_by"] = list(self.flagged_by)
         out["source"] = self.source
         out["key"] = self.key
+        out["criteria"] = list(self.all_criteria)
+        out["quotes"] = list(self.all_quotes)
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MergedIssue:
+        """Read a problem back from a gate's JSON (older records lack `criteria`, `quotes`)."""
+        return cls(
+            criterion=data["criterion"],
+            issue=data["issue"],
+            evidence=data.get("evidence", "none"),
+            flagged_by=tuple(data.get("flagged_by", ())),
+            quote=data.get("quote"),
+            missing=data.get("missing"),
+            location=data.get("location"),
+            source=data.get("source", "issue"),
+            key=data.get("key", ""),
+            criteria=tuple(data.get("criteria") or ()),
+            quotes=tuple(data.get("quotes") or ()),
+        )
 
 
 @dataclass(frozen=True)

@@ -851,20 +851,7 @@ def logged_cost(records: Sequence[dict[str, Any]], run_id: str) -> float | None:
 
 
 def _merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
-    return [
-        MergedIssue(
-            criterion=i["criterion"],
-            issue=i["issue"],
-            evidence=i.get("evidence", "none"),
-            flagged_by=tuple(i.get("flagged_by", ())),
-            quote=i.get("quote"),
-            missing=i.get("missing"),
-            location=i.get("location"),
-            source=i.get("source", "issue"),
-            key=i.get("key", ""),
-        )
-        for i in items
-    ]
+    return [MergedIssue.from_json(i) for i in items]
 
 
 def last_flags(run_id: str) -> list[MergedIssue]:
