@@ -106,7 +106,7 @@ def test_fixer_assignment_holds_the_output_and_only_the_flags() -> None:
         boundary="SANTA-B0",
     )
     assert text.startswith("# santa-method fix assignment") and "Target: README.md" in text
-    assert "3 flag(s) to resolve" in text
+    assert "3 problem(s) to resolve" in text
     suspected, rest = text.split(a.SUSPECTED_HEADING)[1].split(a.FLAGS_HEADING)
     assert (
         "### 1. [no-hallucination] (flagged by B, C)" in suspected

@@ -73,8 +73,8 @@ def gate(project: Path, opened: dict[str, Any], *flags: dict[str, Any]) -> Any:
 
 
 def fix_and_reopen(opened: dict[str, Any], output: str) -> dict[str, Any]:
-    runs.log_event(opened["run_id"], "fix", data={"changed": "edited"})
     Path("out.md").write_text(output, encoding="utf-8")
+    runs.log_event(opened["run_id"], "fix", data={"changed": "edited"})
     return runs.next_round(opened["run_id"]).to_json()
 
 

@@ -373,9 +373,63 @@ def test_fixer_only_with_the_gates_fixer_instruction_while_the_fix_is_open(
         assert "fixer_instruction" in project.agent_call("santa-method:fixer", prompt).denied()
     assert "fixer" in project.agent_call("general-purpose", fixer).denied()
 
+    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
     logged = project.santa("log", "fix", "--run", project.run_id)
     assert logged.returncode == 0, logged.stderr
     project.agent_call("santa-method:fixer", fixer).denied()  # the fix is closed
+
+
+def _fix_open(project: Project) -> str:
+    for agent in ("r1", "r2"):
+        project.spawn()
+        project.stop(agent, review(project.canary, quote=QUOTE)).allowed()
+    result = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+    assert result["next"] == "fix"
+    project.agent_call("santa-method:fixer", result["fixer_instruction"]).allowed()
+    return str(result["fixer_instruction"])
+
+
+@pytest.mark.parametrize("kind", ["santa-method:fixer", "santa-fixer"])
+def test_the_fixer_stop_hook_keeps_its_report_and_never_blocks(project: Project, kind: str) -> None:
+    fixer = _fix_open(project)
+    reply = "Changed the version.\n1. fixed: the version now reads 2.1"
+    project.stop("fx", reply, agent_type=kind, prompt=fixer).allowed()  # never a block
+    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
+    logged = project.santa("log", "fix", "--run", project.run_id, "--json")
+    assert logged.returncode == 0, logged.stderr
+    record = json.loads(logged.stdout)
+    assert record["notes"] == reply
+    assert [a["answer"] for a in record["report"]] == ["fixed"]
+
+
+def test_a_fixer_question_escalates_at_log_fix_and_prints_it(project: Project) -> None:
+    fixer = _fix_open(project)
+    question = "Which version does this release ship? The spec names 2.1 and 2.2."
+    reply = f"1. needs input: {question}"
+    project.stop("fx", reply, agent_type="santa-method:fixer", prompt=fixer)
+    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.9"), encoding="utf-8")
+    logged = project.santa("log", "fix", "--run", project.run_id)
+    assert logged.returncode == 1
+    assert "escalated (needs-input)" in logged.stdout and question in logged.stdout
+    assert "add the facts to the spec and start a new run" in logged.stdout
+    assert (project.root / "README.md").read_text(encoding="utf-8") == OUTPUT
+    state = project.state()
+    assert state["status"] == "escalated" and state["fixes"] == []
+    refused = project.santa("round", "start", "--run", project.run_id)
+    assert refused.returncode == 1
+
+
+def test_a_fix_that_changed_nothing_is_refused_by_log_fix(project: Project) -> None:
+    fixer = _fix_open(project)
+    project.stop("fx", "1. fixed: the version", agent_type="santa-method:fixer", prompt=fixer)
+    logged = project.santa("log", "fix", "--run", project.run_id)
+    assert logged.returncode == 1 and "unchanged, so it is not a fix" in logged.stderr
+    assert project.state()["status"] == "open"
+
+
+def test_a_fixer_stop_for_no_open_fix_keeps_nothing(project: Project) -> None:
+    project.stop("fx", "1. fixed: x", agent_type="santa-method:fixer", prompt="hello").allowed()
+    assert not list((project.root / ".santa" / "runs").rglob("fixer-reply.txt"))
 
 
 def test_a_gated_round_takes_no_more_reviewers(project: Project) -> None:

@@ -172,6 +172,13 @@ def _check_fixer_file(path: str) -> None:
     assert "Wrong version" in suspected.split("## Flags")[1]
 
 
+def fixer_edits(project: Path) -> None:
+    """What a fixer does before its fix is logged: change the output (a fix
+    that changes nothing is refused)."""
+    out = project / "out.md"
+    out.write_text(out.read_text(encoding="utf-8") + "\nEdited by the fixer.\n", encoding="utf-8")
+
+
 @pytest.mark.slow
 def test_full_loop_with_the_hook_store(project: Path) -> None:
     start = santa(
@@ -214,6 +221,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
         ["B", "C"],
     ]
 
+    (project / "out.md").write_text(FIXED, encoding="utf-8")
     fix = santa(
         project,
         "log",
@@ -225,7 +233,6 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     )
     assert fix.returncode == 0, fix.stderr
     assert not runs.fixer_open(g1["fixer_instruction"])
-    (project / "out.md").write_text(FIXED, encoding="utf-8")
 
     start2 = santa(project, "round", "start", "--run", run_id, "--json", claude_code=True)
     assert start2.returncode == 0, start2.stderr
@@ -268,6 +275,7 @@ def test_full_loop_with_review_files(project: Path) -> None:
     g1 = json.loads(gate1.stdout)
     assert g1["next"] == "fix"
     _check_fixer_file(g1["fixer_assignment"])
+    (project / "out.md").write_text(FIXED, encoding="utf-8")
     assert (
         santa(
             project,
@@ -280,7 +288,6 @@ def test_full_loop_with_review_files(project: Path) -> None:
         ).returncode
         == 0
     )
-    (project / "out.md").write_text(FIXED, encoding="utf-8")
     r2 = json.loads(santa(project, "round", "start", "--run", run_id, "--json").stdout)
     (project / "b.json").write_text(review(r2["canary"], note="b2"))
     (project / "c.json").write_text(review(r2["canary"], note="c2"))
@@ -341,8 +348,8 @@ def test_loop_over_a_git_diff_recomputed_each_round(project: Path) -> None:
     )
     assert g1["next"] == "fix" and g1["issues"][0]["evidence"] == "verified"
     assert "diff against HEAD" in g1["fixer_instruction"]
-    assert santa(project, "log", "fix", "--run", run_id).returncode == 0
     (project / "out.md").write_text(OUTPUT + "New line: version 2.1 here.\n", encoding="utf-8")
+    assert santa(project, "log", "fix", "--run", run_id).returncode == 0
     r2 = json.loads(santa(project, "round", "start", "--run", run_id, "--json").stdout)
     second = Path(r2["assignment"]).read_text(encoding="utf-8")
     assert "+New line: version 2.1 here." in second and "2.0 here" not in second
@@ -436,6 +443,7 @@ def test_refusals_of_rounds(project: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no fix is logged" in refused(capsys, "round", "start", "--run", run_id)
     assert "not NICE" in refused(capsys, "log", "ship", "--run", run_id)
     assert "gated already" in refused(capsys, "gate", "--run", run_id, "b.json", "c.json")
+    fixer_edits(project)
     assert cli(capsys, "log", "fix", "--run", run_id)[0] == 0
     assert "already logged" in refused(capsys, "log", "fix", "--run", run_id)
     r2 = json.loads(cli(capsys, "round", "start", "--run", run_id, "--json")[1])
@@ -502,6 +510,7 @@ def test_no_round_past_the_cap(
         result = gate_files(capsys, project, opened, b=(WRONG_VERSION,))
         if n <= max_fixes:
             assert result["next"] == "fix"
+            fixer_edits(project)
             cli(capsys, "log", "fix", "--run", opened["run_id"])
             opened = json.loads(
                 cli(capsys, "round", "start", "--run", opened["run_id"], "--json")[1]
@@ -552,6 +561,7 @@ def test_the_pre_check_runs_before_every_fresh_round(
 ) -> None:
     opened = start_files(capsys, "--pre-check", "test -f ok || test ! -f fixed")
     gate_files(capsys, project, opened, b=(WRONG_VERSION,))
+    fixer_edits(project)
     cli(capsys, "log", "fix", "--run", opened["run_id"])
     (project / "fixed").write_text("")
     assert "pre-check" in refused(capsys, "round", "start", "--run", opened["run_id"])
@@ -761,6 +771,7 @@ def test_round_status_names_the_next_command(
     gate_files(capsys, project, opened, b=(WRONG_VERSION,))
     assert status()["next_step"] == f"santa log fix --run {run_id}"
     assert status()["fixer_instruction"].startswith("santa-method fix")
+    fixer_edits(project)
     cli(capsys, "log", "fix", "--run", run_id)
     assert status()["next_step"] == f"santa round start --run {run_id}"
     code, out, _ = cli(capsys, "round", "status", "--run", run_id)

@@ -321,29 +321,36 @@ def test_alike_wording_of_different_problems_stays_apart(a: str, b: str) -> None
 # --- failing checks, labels, agreement ----------------------------------------
 
 
-def test_a_failing_check_without_an_issue_becomes_a_flag() -> None:
+def test_a_seed_form_failing_check_no_issue_explains_becomes_a_flag() -> None:
+    # Seed form: plain-string issues name no criterion (two checks fail, so
+    # the string cannot be assigned); each unexplained failing check is a flag.
     b = fail_review(
-        {"completeness": "--bytes is not documented", "compliance": ""},
-        [issue("compliance", "Documents --chars", quote="--chars notes.txt")],
+        {"completeness": "--bytes is not documented", "compliance": ""}, ["Documents --chars"]
     )
-    c = fail_review({"technical-correctness": ""})
+    c = fail_review({"technical-correctness": ""}, ["The example command fails"])
     issues, _ = merged([b, c])
     by_criterion = {i.criterion: i for i in issues}
-    assert set(by_criterion) == {"completeness", "compliance", "technical-correctness"}
+    assert set(by_criterion) == {
+        "unspecified",
+        "completeness",
+        "compliance",
+        "technical-correctness",
+    }
     assert by_criterion["completeness"].issue == "--bytes is not documented"
     assert by_criterion["completeness"].source == "check"
     assert by_criterion["completeness"].flagged_by == ("B",)
-    assert by_criterion["compliance"].source == "issue"  # explained by its issue, no extra flag
-    assert "technical-correctness" in by_criterion["technical-correctness"].issue
+    assert "compliance" in by_criterion["compliance"].issue
+    # C's string issue took its only failing check's criterion: no extra flag.
+    assert by_criterion["technical-correctness"].source == "issue"
     assert by_criterion["technical-correctness"].flagged_by == ("C",)
 
 
-def test_the_same_failing_check_from_two_reviewers_is_one_flag() -> None:
-    b = fail_review({"completeness": "No License section"})
-    c = fail_review({"completeness": "no license section."})
+def test_the_same_failing_check_from_two_seed_replies_is_one_flag() -> None:
+    b = fail_review({"completeness": "No License section", "compliance": ""}, ["Bad"])
+    c = fail_review({"completeness": "no license section.", "compliance": ""}, ["bad"])
     issues, agreement = merged([b, c])
-    assert len(issues) == 1
-    assert issues[0].flagged_by == ("B", "C")
+    (license_,) = [i for i in issues if i.criterion == "completeness"]
+    assert license_.flagged_by == ("B", "C")
     assert agreement == 1.0
 
 

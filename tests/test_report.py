@@ -92,10 +92,10 @@ def escalated(
     (tmp_path / "b.json").write_text(review(opened["canary"], (V20, LEAK, GHOST), "b"))
     (tmp_path / "c.json").write_text(review(opened["canary"], (V20, LEAK), "c"))
     assert runs.gate_run(run_id, review_files=["b.json", "c.json"]).next == "fix"
+    (tmp_path / "out.md").write_text(OUTPUT_2)
     runs.log_event(
         run_id, "fix", data={"changed": "version set to 2.1", "cost_usd": 0.05, "tokens": 300}
     )
-    (tmp_path / "out.md").write_text(OUTPUT_2)
     second = runs.next_round(run_id)
     (tmp_path / "b.json").write_text(review(second.canary, (LEAK, LICENSE, GHOST), "b2"))
     (tmp_path / "c.json").write_text(review(second.canary, (LEAK, LICENSE), "c2"))

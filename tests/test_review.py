@@ -63,10 +63,34 @@ def test_an_issue_under_a_passing_criterion_is_inconsistent() -> None:
     assert any("$.critical_issues[0]" in e and "compliance" in e for e in errors)
 
 
-def test_fail_with_only_a_failing_check_or_only_an_issue_is_consistent() -> None:
-    _valid(fail_review({"completeness": "no license"}))
+def test_fail_with_only_an_issue_is_consistent() -> None:
     # No checks at all (no rubric given) but a critical issue: still a cited FAIL.
     _valid({"verdict": "FAIL", "checks": [], "critical_issues": ["No license section"]})
+
+
+def test_a_failing_check_no_issue_names_is_handed_back() -> None:
+    errors = _errors(fail_review({"completeness": "no license"}))
+    assert errors == [
+        "$.checks[2]: check completeness failed, but no issue with evidence names it; add a "
+        "critical issue for completeness with a quote from the output (or what is missing), "
+        "or make the check PASS"
+    ]
+    # Named by an issue of its own: valid; another criterion's issue does not explain it.
+    _valid(fail_review({"completeness": ""}, [issue("completeness", "x", missing="License")]))
+    errors = _errors(
+        fail_review(
+            {"completeness": "", "compliance": ""},
+            [issue("compliance", "Forbidden flag", quote="--chars")],
+        )
+    )
+    assert len(errors) == 1 and "check completeness failed" in errors[0]
+
+
+def test_a_seed_form_reply_with_plain_string_issues_stays_valid() -> None:
+    # The seed's form: issues are strings naming no criterion; the checks say what fails.
+    obj = fail_review({"completeness": "no license", "compliance": ""}, ["No License section"])
+    result = _valid(obj)
+    assert result.review.critical_issues[0].criterion == "unspecified"
 
 
 def test_an_invalid_review_still_shows_what_was_said() -> None:

@@ -271,8 +271,12 @@ def outcome_of(case: Case, repeat: int, result: VerifyResult) -> RunOutcome:
             model=final.model,
             valid=final.valid,
             verdict=final.verdict,
+            # The criteria this reviewer itself named (a problem may merge several).
             flagged=frozenset(
-                i["criterion"] for i in last.issues if label in (i.get("flagged_by") or ())
+                c
+                for i in last.issues
+                if label in (i.get("flagged_by") or ())
+                for c in (i.get("criteria_by") or {}).get(label, [i["criterion"]])
             ),
             asks=sum(v.asks for v in records),
             reviews=len(records),
@@ -287,7 +291,7 @@ def outcome_of(case: Case, repeat: int, result: VerifyResult) -> RunOutcome:
         repeat=repeat,
         slots=slots,
         gate_verdict=last.verdict,
-        flagged=frozenset(i["criterion"] for i in last.issues),
+        flagged=frozenset(c for i in last.issues for c in (i.get("criteria") or [i["criterion"]])),
         flags=len(last.issues),
         flags_by_all=sum(1 for i in last.issues if set(LABELS) <= set(i.get("flagged_by") or ())),
         verdict=result.verdict,

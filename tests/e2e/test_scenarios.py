@@ -389,6 +389,61 @@ def test_flawed_output_is_fixed_and_passes_fresh_reviewers(
     ]
 
 
+# --- 4b. the fixer needs input: escalated, nothing guessed stands --------------
+
+QUESTION = "Which version is the current release? The spec says 2.0 but the changelog says 2.2."
+
+
+def test_a_fixer_question_escalates_the_run_and_is_shown(
+    stub_server, claude_cli, claude_env, tmp_path: Path
+) -> None:
+    story = Story()
+    project = make_project(tmp_path / "project", FLAWED, SPEC_VERSION)
+    draft = project / "draft.md"
+    main = [
+        bash("santa round start --against draft.md --spec spec.md --json"),
+        spawn_reviewers(story),
+        gate(story),
+        record_gate(story, lambda body: fixer_call(str(story.gates[-1]["fixer_instruction"]))),
+        bash(lambda: f"santa log fix --run {story.run_id}"),
+        bash(lambda: f"santa round start --run {story.run_id} --json"),
+        Text("The fixer needs your answer."),
+    ]
+    # The fixer asks, but also (wrongly) leaves a guess in the file.
+    guessing = fixer_steps(draft, "version 3.1", "version 2.2")[:-1]
+    server = _server(
+        stub_server,
+        main,
+        PerAgent(
+            reviewer_steps(fails={"factual-accuracy": VERSION_FLAG}),
+            reviewer_steps(fails={"factual-accuracy": VERSION_FLAG_SHORT}),
+        ),
+        fixer=[*guessing, Text(f"1. needs input: {QUESTION}")],
+    )
+    _ok(run_claude(claude_cli, project, santa_env(claude_env(server))))
+
+    (logged,) = bash_calls(server, "santa log fix")
+    assert logged.is_error and "Exit code 1" in (logged.result or "")
+    assert "needs-input" in logged.result and QUESTION in logged.result
+    (again,) = bash_calls(server, "santa round start --run")
+    assert again.is_error and "escalated" in (again.result or "")
+    assert draft.read_text(encoding="utf-8") == FLAWED  # the guess does not stand
+    assert len(_reviewers(server)) == 2  # no review of a guessed fix
+    assert _story(project) == [
+        ("run",),
+        ("review", "B", "FAIL"),
+        ("review", "C", "FAIL"),
+        ("gate", "NAUGHTY", "fix"),
+        ("escalate",),
+    ]
+    escalation = log_records(project)[-1]
+    assert escalation["reason"] == "needs-input"
+    assert escalation["questions"][0]["question"] == QUESTION
+    assert escalation["notes"] == f"1. needs input: {QUESTION}"  # kept by the SubagentStop hook
+    report = next((project / ".santa" / "runs").glob("*/report.md")).read_text(encoding="utf-8")
+    assert QUESTION in report
+
+
 # --- 5. never converging: escalation at the cap --------------------------------
 
 

@@ -365,6 +365,8 @@ def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
 
 
 def subagent_stop(payload: Mapping[str, Any]) -> Reply:
+    if isinstance(payload, Mapping) and payload.get("agent_type") in FIXER_TYPES:
+        return fixer_stop(payload)
     if not isinstance(payload, Mapping) or payload.get("agent_type") not in REVIEWER_TYPES:
         return None
     found: tuple[str, int] | None = None
@@ -383,6 +385,27 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
         return _store_failure(
             payload, found, f"internal error in the santa stop hook ({type(exc).__name__}: {exc})"
         )
+
+
+def fixer_stop(payload: Mapping[str, Any]) -> Reply:
+    """Keep the fixer's final reply (its per-flag report) for `santa log fix`.
+
+    Never blocks: the fixer's reply is judged by `santa log fix` (a question
+    escalates the run, a fix that changed nothing is refused), not here; a
+    hook that failed to keep it leaves `santa log fix` without the report,
+    never the fixer stuck.
+    """
+    try:
+        from santa_method.state import runs, transcripts
+
+        transcript = str(payload.get("agent_transcript_path") or "")
+        prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
+        reply = payload.get("last_assistant_message")
+        if prompt and isinstance(reply, str):
+            runs.record_fixer_reply(prompt, reply)
+    except Exception:
+        return None
+    return None
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:

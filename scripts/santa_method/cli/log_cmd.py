@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from santa_method.cli._io import print_json
 from santa_method.core.errors import InputError
@@ -21,7 +22,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "fix; 'escape' (a defect found after shipping, --data with description) only for a run that "
         "shipped; 'waive' records a person overriding a flag (--data with key and reason; it never "
         "changes a verdict); 'generate' records what generating the output cost (tokens, cost_usd); "
-        "'escalate' hands the run to a person and writes its report.",
+        "'escalate' hands the run to a person and writes its report. 'fix' reads the fixer's "
+        'report (--data \'{"notes": "..."}\', else the reply the stop hook kept): a fix that '
+        "changed nothing is refused unless every flag was answered 'not an issue', and any "
+        "'needs input' line escalates the run (exit 1) and prints the questions instead.",
     )
     p.add_argument("event", choices=EVENTS, metavar="EVENT", help=", ".join(EVENTS))
     p.add_argument("--run", required=True, metavar="ID", help="the run")
@@ -76,8 +80,34 @@ def run(args: argparse.Namespace) -> int:
         data=data,
         log_path=args.log,
     )
+    if args.event == "fix" and record.get("event") == "escalate":
+        # The fixer asked instead of guessing: no fix, the run is escalated.
+        if args.json:
+            print_json(record)
+        else:
+            print(needs_input_text(args.run, record))
+        return 1
     if args.json:
         print_json(record)
     else:
         print(f"logged {args.event} for run {args.run}")
     return 0
+
+
+def needs_input_text(run_id: str, record: dict[str, Any]) -> str:
+    """What the main agent shows the user when the fixer needs input."""
+    from santa_method.state.runs import run_dir
+
+    lines = [
+        f"run {run_id} escalated (needs-input): the fixer needs facts the spec does not give, "
+        "so no fix was logged and nothing ships.",
+        "Ask the user:",
+    ]
+    lines += [f"  {q.get('n')}. {q.get('question')}" for q in record.get("questions") or []]
+    if record.get("restored"):
+        lines.append("The target was put back to the text the reviewers saw.")
+    lines.append(
+        "With the answers, add the facts to the spec and start a new run. "
+        f"Report: {run_dir(run_id) / 'report.md'}"
+    )
+    return "\n".join(lines)

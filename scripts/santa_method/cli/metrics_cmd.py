@@ -128,7 +128,7 @@ def _print_tables(result: dict[str, Any], path: Any, since: str | None) -> None:
     target_row("mean_rounds_to_nice", "mean rounds to NICE", _num(result["mean_rounds_to_nice"]))
     table.add_row("escalation rate", _pct(result["escalation_rate"]), "", "")
     target_row("escape_rate", "escape rate", _pct(result["escape_rate"]))
-    table.add_row("issue agreement", _pct(result["agreement"]["issues"]), "", "")
+    table.add_row("problem agreement (2+ reviewers)", _pct(result["agreement"]["issues"]), "", "")
     cost = result["cost"]
     table.add_row("tokens per run (mean)", _num(cost["mean_tokens_per_run"], 0), "", "")
     table.add_row("cost per run (mean)", _money(cost["mean_cost_usd_per_run"]), "", "")
@@ -143,19 +143,56 @@ def _print_tables(result: dict[str, Any], path: Any, since: str | None) -> None:
 
     kappa = result["agreement"]["kappa"]
     taxonomy = result["taxonomy"]
+    secondary = result.get("taxonomy_secondary", {})
     recurring = {r["criterion"]: r["runs"] for r in result["recurring"]}
-    criteria = list(taxonomy) + sorted(c for c in kappa if c not in taxonomy)
+    criteria = list(taxonomy) + sorted(c for c in {*kappa, *secondary} if c not in taxonomy)
     if criteria:
         by = Table(title="By criterion", title_justify="left")
         by.add_column("criterion")
-        by.add_column("flags", justify="right")
+        by.add_column("problems", justify="right")
+        by.add_column("also named", justify="right")
         by.add_column("Fleiss' kappa", justify="right")
         by.add_column("recurring (runs)", justify="right")
         for c in criteria:
             by.add_row(
                 c,
                 str(taxonomy.get(c, 0)),
+                str(secondary.get(c, 0)),
                 _num(kappa.get(c)),
                 str(recurring[c]) if c in recurring else "",
             )
         console.print(by)
+    _print_reviewers(console, result)
+
+
+def _print_reviewers(console: Any, result: dict[str, Any]) -> None:
+    """Does each reviewer pay for itself: what it alone raised, and what the fixer made of it."""
+    from rich.table import Table
+
+    for key, title in (("by_slot", "reviewer slot"), ("by_model", "reviewer model")):
+        rows = (result.get("reviewers") or {}).get(key) or {}
+        if not rows:
+            continue
+        table = Table(title=f"Problems only one reviewer raised, by {title}", title_justify="left")
+        for column in (
+            title,
+            "problems",
+            "only it",
+            "confirmed (fixed)",
+            "withdrawn (not an issue)",
+        ):
+            table.add_column(column, justify="left" if column == title else "right")
+        for name, row in rows.items():
+            table.add_row(
+                name,
+                str(row["problems"]),
+                str(row["only"]),
+                str(row["confirmed"]),
+                str(row["withdrawn"]),
+            )
+        console.print(table)
+    asked = result.get("needs_input") or {}
+    if asked.get("questions"):
+        console.print(f"runs stopped for input: {asked['runs']}", highlight=False)
+        for q in asked["questions"]:
+            console.print(f"  - run {q['run_id']}: {q['question']}", highlight=False, markup=False)

@@ -171,7 +171,7 @@ class _LiveView:
         elif kind == "gate":
             color = "green" if data["verdict"] == "NICE" else "red"
             say(
-                f"  gate: [{color}]{data['verdict']}[/] -> {data['next']} ({len(data['issues'])} issue(s))"
+                f"  gate: [{color}]{data['verdict']}[/] -> {data['next']} ({len(data['issues'])} problem(s))"
             )
         elif kind == "fix_start":
             say(f"  fixer: {data['flags']} flag(s) ...")
@@ -277,6 +277,10 @@ def _print_readable(result: Any) -> None:
         )
     for reason in result.reasons:
         out.write(f"reason: {reason}\n")
+    if result.questions:
+        out.write("the fixer needs input (add the answers to the spec and start a new run):\n")
+        for q in result.questions:
+            out.write(f"  {q.get('n')}. {q.get('question')}\n")
     if result.verdict == "NICE":
         out.write(f"verified output: {result.output_path}\n")
     if result.report:

@@ -8,7 +8,9 @@ who reviews differs. Nothing here does I/O.
 The rules, in order:
 - An item *failed* when the gate of its first round flagged it: the item as
   generated had a defect, whatever its loop fixed later. Its criteria are
-  the criteria of those flags.
+  the primary criteria of those problems: one defect that reviewers filed
+  under four criteria fails one criterion, the one most of them named, so
+  it cannot make four patterns out of one mistake.
 - A criterion that failed in at least `min_items` sampled items of a wave
   (2 by default), or in at least `share` of them when set, is a *systemic
   pattern*: the generator makes that mistake, so unsampled items likely

@@ -37,7 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from santa_method.core.text import Span, claim_spans, find_spans, normalise, words
-from santa_method.core.types import Flag, Issue, MergedIssue, Review
+from santa_method.core.types import Evidence, Flag, Issue, MergedIssue, Review
 
 # Words that do not name what is missing ("a License section" = "License section").
 _FILLER = frozenset(
@@ -358,6 +358,10 @@ def merge_flags(flags: Sequence[Flag], output: str | None = None) -> list[Merged
                 key=issue_key(issue),
                 criteria=tuple(dict.fromkeys([primary, *(f.issue.criterion for f in members)])),
                 quotes=tuple(quotes),
+                criteria_by=tuple(
+                    (label, tuple(dict.fromkeys(f.issue.criterion for f in members if f.label == label)))
+                    for label in dict.fromkeys(f.label for f in members)
+                ),
             )
         )
     return merged

@@ -1,8 +1,9 @@
 """Validate one reviewer reply: is it a review the gate may count?
 
 A reply is valid only if it parses (extract), has the schema's shape
-(schema), is consistent with itself, covers the rubric, echoes the round's
-canary, and names real criteria. Evidence is judged here too, but an
+(schema), is consistent with itself (every failing check named by a
+critical issue, unless its issues are the seed's plain strings), covers the
+rubric, echoes the round's canary, and names real criteria. Evidence is judged here too, but an
 unverified quote does not invalidate a review: the flag keeps blocking and is
 marked so the fixer checks it first (ARCHITECTURE.md, "Evidence").
 
@@ -120,6 +121,28 @@ def _consistency(review: Review) -> list[str]:
     return errors
 
 
+def _unexplained_checks(review: Review) -> list[str]:
+    """A failing check must be named by a critical issue: the gate never makes
+    up a flag from a check's detail, which carries no evidence to fix by."""
+    named = {issue.criterion for issue in review.critical_issues}
+    return [
+        f"$.checks[{i}]: check {check.criterion} failed, but no issue with evidence names it; "
+        f"add a critical issue for {check.criterion} with a quote from the output (or what is "
+        "missing), or make the check PASS"
+        for i, check in enumerate(review.checks)
+        if check.result == "FAIL" and check.criterion not in named
+    ]
+
+
+def _seed_form(obj: Mapping[str, Any]) -> bool:
+    """A reply in the seed's form: issues as plain strings (or objects) naming
+    no criterion, so a failing check is the only clue to what they break."""
+    return any(
+        isinstance(raw, str) or not str(raw.get("criterion") or "").strip()
+        for raw in obj["critical_issues"]
+    )
+
+
 def _coverage(review: Review, rubric: Rubric | None) -> list[str]:
     errors = []
     if not review.checks and review.verdict == "PASS":
@@ -200,6 +223,8 @@ def validate_object(
         return ValidationResult(False, tuple(errors))
     review, warnings = _normalise(obj, output)
     errors = _consistency(review) + _coverage(review, rubric) + _canary(review, canary)
+    if not _seed_form(obj) and review.verdict == "FAIL":
+        errors += _unexplained_checks(review)
     if output is None and any(i.quote for i in review.critical_issues):
         warnings.append("quotes were not checked: no output was given (--against)")
     warnings += unverified_quote_messages(review) if output is not None else []

@@ -184,6 +184,8 @@ class MergedIssue:
     key: str = ""
     criteria: tuple[str, ...] = ()
     quotes: tuple[str, ...] = ()
+    criteria_by: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Which criteria each reviewer named for it: ((label, (criterion, ...)), ...)."""
 
     @property
     def all_criteria(self) -> tuple[str, ...]:
@@ -210,6 +212,7 @@ class MergedIssue:
         out["key"] = self.key
         out["criteria"] = list(self.all_criteria)
         out["quotes"] = list(self.all_quotes)
+        out["criteria_by"] = {label: list(named) for label, named in self.criteria_by}
         return out
 
     @classmethod
@@ -227,6 +230,11 @@ class MergedIssue:
             key=data.get("key", ""),
             criteria=tuple(data.get("criteria") or ()),
             quotes=tuple(data.get("quotes") or ()),
+            criteria_by=tuple(
+                (str(label), tuple(named))
+                for label, named in (data.get("criteria_by") or {}).items()
+                if isinstance(named, list)
+            ),
         )
 
 

@@ -116,10 +116,12 @@ class VerifyResult:
     reasons: list[str] = field(default_factory=list)
     target: str = ""
     """What was verified: the file the caller named, or `diff:REV` for a change."""
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    """What the fixer asked a person (reason `needs-input`): n, key, criterion, question."""
 
     @property
     def issues(self) -> list[dict[str, Any]]:
-        """The merged flags of the last gate (empty when NICE)."""
+        """The problems (merged flags) of the last gate (empty when NICE)."""
         return list(self.history[-1].issues) if self.history else []
 
     def to_json(self) -> dict[str, Any]:
@@ -137,6 +139,7 @@ class VerifyResult:
             "warnings": self.warnings,
             "reasons": self.reasons,
             "target": self.target,
+            "questions": self.questions,
         }
 
 
@@ -753,7 +756,7 @@ async def _drive(
                         run_id, "escalate", data={"reason": reason, **run.take_unlogged()}
                     )
                     return _escalated(run, run_id, working, None, [reason])
-            fix = await _fix(
+            fix, stop = await _fix(
                 run, run_id, opened.round, gate.extra["fixer_assignment"], output, working
             )
             last_fix_cost = fix.cost_usd or 0.0
@@ -761,6 +764,8 @@ async def _drive(
                 round_record,
                 fix={"notes": fix.notes, "tokens": fix.tokens.to_json(), "cost_usd": fix.cost_usd},
             )
+            if stop is not None:
+                return _stopped(run, run_id, working, stop)
         elif (
             max_cost_usd is not None
             and run.cost is not None
@@ -818,9 +823,25 @@ async def _fix(
     run.spend(fix.tokens, fix.cost_usd, logged=False)
     data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
     data.update(run.take_unlogged())
-    runs.log_event(run_id, "fix", data=data)
     run.emit("fix_done", round=round_number, notes=fix.notes)
-    return fix
+    try:
+        written = runs.log_event(run_id, "fix", data=data)
+    except RefusedError as exc:
+        # A fix that changed nothing: not worth a review round of the same text.
+        reason = str(exc)
+        runs.log_event(run_id, "escalate", data={"reason": reason, "notes": fix.notes[:4000]})
+        return fix, {"reason": reason}
+    if written.get("event") == "escalate":  # the fixer needs input: no fix, no review
+        return fix, written
+    return fix, None
+
+
+def _stopped(run: _Run, run_id: str, working: Path | Change, stop: dict[str, Any]) -> VerifyResult:
+    """The run ended at its fix: a question for a person, or a fix that fixed nothing."""
+    questions = list(stop.get("questions") or [])
+    result = _escalated(run, run_id, working, None, [str(stop["reason"])])
+    result.questions = questions
+    return result
 
 
 async def _resume_point(run: _Run, run_id: str, working: Path | Change) -> Any:
@@ -842,7 +863,11 @@ async def _resume_point(run: _Run, run_id: str, working: Path | Change) -> Any:
     if last["next"] == "fix" and not fixed and state.get("fixer"):
         current = state["rounds"][-1]
         output = (Path(current["assignment"]).parent / "output.txt").read_text(encoding="utf-8")
-        await _fix(run, run_id, last["round"], state["fixer"]["assignment"], output, working)
+        _, stop = await _fix(
+            run, run_id, last["round"], state["fixer"]["assignment"], output, working
+        )
+        if stop is not None:
+            return "escalated"
     try:
         return runs.next_round(run_id)
     except RefusedError as exc:

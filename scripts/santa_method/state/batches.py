@@ -359,6 +359,7 @@ def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
     first = state["rounds"][0]
     criteria: list[str] = []
     for gate in first.get("gates") or []:
+        # A problem counts once, under its primary criterion (core/batch.py).
         criteria.extend(issue["criterion"] for issue in gate.get("issues") or [])
     status = "escalated"
     if state["status"] == "shipped":

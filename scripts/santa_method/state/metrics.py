@@ -20,15 +20,27 @@ Definitions (issue 3, item 6), with the choices that make them exact:
 - `mean_rounds_to_nice`: mean first NICE round over shipped runs.
 - `escalation_rate`: escalated / (shipped + escalated).
 - `escape_rate`: shipped runs with an `escape` record / shipped runs.
-- `taxonomy`: merged issues of every gated round, counted by criterion.
-- `agreement.issues`: share of those merged issues flagged by every valid
-  reviewer of their gate (as the gate computes it: only gates with at
+- `taxonomy`: the problems (merged flags) of every gated round, counted by
+  primary criterion (the one most of its reviewers named), so one defect
+  filed under four criteria counts once. `taxonomy_secondary`: how often a
+  criterion was named as a problem's other criterion.
+- `agreement.issues`: share of those problems raised by two or more valid
+  reviewers of their gate (as the gate computes it: only gates with at
   least two valid reviewers). `agreement.kappa[criterion]`: Fleiss' kappa
   with gated rounds as units, the round's valid reviews as raters (the last
   `review` record of each label before the round's last gate), and each
   review's PASS/FAIL check of the criterion as the category; a unit counts
   only if every rater rated the criterion and there are at least two.
-- `recurring`: criteria with a merged issue in at least 3 runs.
+- `recurring`: primary criteria with a problem in at least 3 runs.
+- `reviewers`: does each reviewer pay for itself? Per reviewer slot
+  (`by_slot`, the label) and per model (`by_model`, from the run record's
+  `models`, "unknown" when none), over gates with two or more valid
+  reviewers: `problems` it raised, `only` those no other reviewer raised,
+  and of those, `confirmed` (the fixer answered "fixed") and `withdrawn`
+  (the fixer answered "not an issue"), read from the fix record's `report`
+  of that round by problem key.
+- `needs_input`: runs stopped by a fixer's question (an `escalate` record
+  with reason `needs-input`) and their questions.
 - `cost`: tokens and USD of verification per run (every record but
   `generate`), generation tokens and USD (`generate` records), and the
   multiple verification / generation in USD where both are known, else in
@@ -53,6 +65,7 @@ from datetime import UTC, date, datetime
 from types import MappingProxyType
 from typing import Any, Literal
 
+from santa_method.core.gate import default_labels
 from santa_method.state.log import parse_ts, validate_record
 
 Outcome = Literal["shipped", "escalated", "open"]
@@ -177,12 +190,104 @@ def escape_rate(runs: Sequence[RunView]) -> float | None:
 
 
 def taxonomy(runs: Sequence[RunView]) -> dict[str, int]:
-    """Merged issues of every gated round by criterion, most frequent first."""
+    """Problems of every gated round by primary criterion, most frequent first."""
     counts: Counter[str] = Counter()
     for run in runs:
         for gate in run.rounds.values():
             counts.update(_criterion(issue) for issue in _issues(gate))
+    return _by_count(counts)
+
+
+def taxonomy_secondary(runs: Sequence[RunView]) -> dict[str, int]:
+    """How often each criterion was a problem's other (not primary) criterion."""
+    counts: Counter[str] = Counter()
+    for run in runs:
+        for gate in run.rounds.values():
+            for issue in _issues(gate):
+                primary = _criterion(issue)
+                counts.update(
+                    c for c in dict.fromkeys(_strings(issue.get("criteria"))) if c != primary
+                )
+    return _by_count(counts)
+
+
+def _by_count(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _models(run: RunView) -> dict[str, str]:
+    """label -> model, from the run record (labels B, C, ... in slot order)."""
+    record = run.run_record or {}
+    models = record.get("models")
+    if not isinstance(models, list):
+        return {}
+    labels = default_labels(len(models))
+    return {label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m}
+
+
+def _answers(run: RunView, iteration: int) -> dict[str, str]:
+    """problem key -> the fixer's answer, from the fix record after `iteration`."""
+    out: dict[str, str] = {}
+    for record in run.events("fix"):
+        if record.get("iteration") != iteration:
+            continue
+        report = record.get("report")
+        for entry in report if isinstance(report, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                out[entry["key"]] = str(entry.get("answer") or "")
+    return out
+
+
+def reviewers(runs: Sequence[RunView]) -> dict[str, Any]:
+    """Per slot and per model: problems raised, raised alone, and of those the
+    fixer's verdict (confirmed = fixed, withdrawn = not an issue)."""
+    empty = {"problems": 0, "only": 0, "confirmed": 0, "withdrawn": 0}
+    by_slot: dict[str, dict[str, int]] = {}
+    by_model: dict[str, dict[str, int]] = {}
+    for run in runs:
+        models = _models(run)
+        for iteration, gate in run.rounds.items():
+            valid = _valid_labels(gate, _round_reviews(run, iteration, gate))
+            if len(valid) < 2:
+                continue
+            answers = _answers(run, iteration)
+            for issue in _issues(gate):
+                raised = [x for x in dict.fromkeys(_strings(issue.get("flagged_by"))) if x in valid]
+                answer = answers.get(str(issue.get("key") or ""))
+                for label in raised:
+                    rows = (
+                        by_slot.setdefault(label, dict(empty)),
+                        by_model.setdefault(models.get(label, "unknown"), dict(empty)),
+                    )
+                    for row in rows:
+                        row["problems"] += 1
+                        if len(raised) == 1:
+                            row["only"] += 1
+                            row["confirmed"] += answer == "fixed"
+                            row["withdrawn"] += answer == "not an issue"
+    return {"by_slot": dict(sorted(by_slot.items())), "by_model": dict(sorted(by_model.items()))}
+
+
+def needs_input(runs: Sequence[RunView]) -> dict[str, Any]:
+    """Runs a fixer's question stopped, with the questions a person must answer."""
+    questions = []
+    stopped = 0
+    for run in runs:
+        asked = [r for r in run.events("escalate") if r.get("reason") == "needs-input"]
+        stopped += bool(asked)
+        for record in asked:
+            entries = record.get("questions")
+            for entry in entries if isinstance(entries, list) else []:
+                if isinstance(entry, dict):
+                    questions.append(
+                        {
+                            "run_id": run.run_id,
+                            "round": record.get("iteration"),
+                            "criterion": entry.get("criterion"),
+                            "question": entry.get("question"),
+                        }
+                    )
+    return {"runs": stopped, "questions": questions}
 
 
 def recurring(runs: Sequence[RunView], min_runs: int = RECURRING_MIN_RUNS) -> list[dict[str, Any]]:
@@ -195,7 +300,8 @@ def recurring(runs: Sequence[RunView], min_runs: int = RECURRING_MIN_RUNS) -> li
 
 
 def agreement(runs: Sequence[RunView]) -> dict[str, Any]:
-    """`issues`: share flagged by every valid reviewer; `kappa`: Fleiss' kappa per criterion."""
+    """`issues`: share of problems raised by two or more valid reviewers;
+    `kappa`: Fleiss' kappa per criterion."""
     agreed = total = 0
     tables: dict[str, list[tuple[int, int]]] = {}
     criteria: set[str] = set()
@@ -206,7 +312,7 @@ def agreement(runs: Sequence[RunView]) -> dict[str, Any]:
             if len(valid) >= 2:
                 for issue in _issues(gate):
                     total += 1
-                    agreed += valid <= set(_strings(issue.get("flagged_by")))
+                    agreed += len(valid & set(_strings(issue.get("flagged_by")))) >= 2
             results = [
                 _check_results(review) for review in raters.values() if review.get("valid") is True
             ]
@@ -328,8 +434,11 @@ def compute_runs(runs: Sequence[RunView]) -> dict[str, Any]:
         "escalation_rate": escalation_rate(runs),
         "escape_rate": escape_rate(runs),
         "taxonomy": taxonomy(runs),
+        "taxonomy_secondary": taxonomy_secondary(runs),
         "agreement": agreement(runs),
         "recurring": recurring(runs),
+        "reviewers": reviewers(runs),
+        "needs_input": needs_input(runs),
         "cost": cost(runs),
     }
     result["targets"] = targets(result)

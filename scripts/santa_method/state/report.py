@@ -96,7 +96,9 @@ def build(run_id: str) -> dict[str, Any]:
     unresolved = last["flags"] if last and last["verdict"] == "NAUGHTY" else []
     last_round = state["rounds"][-1]["round"]
     output_file = folder / f"round-{last_round}" / "output.txt"
-    reasons = list((state.get("escalation") or {}).get("reasons") or [])
+    escalation = state.get("escalation") or {}
+    reasons = list(escalation.get("reasons") or [])
+    questions = list(escalation.get("questions") or [])
     if not reasons:
         reasons = [r["reason"] for r in records if r.get("event") == "escalate" and r.get("reason")]
     report = {
@@ -109,6 +111,7 @@ def build(run_id: str) -> dict[str, Any]:
         "max_fixes": state["max_fixes"],
         "budget_usd": state.get("budget_usd"),
         "escalation_reasons": reasons,
+        "questions": questions,
         "spec": (folder / "spec.md").read_text(encoding="utf-8"),
         "output": output_file.read_text(encoding="utf-8") if output_file.exists() else "",
         "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
@@ -145,8 +148,13 @@ def _inline(text: str) -> str:
 def _flag_md(flag: dict[str, Any]) -> str:
     who = ", ".join(flag.get("flagged_by", [])) or "?"
     line = f"- **[{flag['criterion']}]** {flag['issue']} (flagged by {who})"
+    others = [c for c in flag.get("criteria") or [] if c != flag["criterion"]]
+    if others:
+        line += f"\n  - also breaks: {', '.join(others)}"
     if flag.get("quote"):
         line += f"\n  - quote ({flag.get('evidence')}): {_inline(flag['quote'])}"
+    for quote in (flag.get("quotes") or [])[1:]:
+        line += f"\n  - also quoted: {_inline(quote)}"
     if flag.get("missing"):
         line += f"\n  - missing: {flag['missing']}"
     if flag.get("location"):
@@ -178,6 +186,9 @@ def to_markdown(report: dict[str, Any]) -> str:
         parts += [f"- {r}" for r in report["escalation_reasons"]]
     if report.get("unreviewed_fix"):
         parts += ["", "## Unreviewed fix", "", f"- {report['unreviewed_fix']['sentence']}"]
+    if report["questions"]:
+        parts += ["", "## The fixer needs input (answer in the spec, then start a new run)", ""]
+        parts += [f"- [{q.get('criterion') or '?'}] {q['question']}" for q in report["questions"]]
     parts += ["", "## Unresolved flags", ""]
     parts += [_flag_md(f) for f in report["unresolved"]] or ["- none"]
     if report["suspected_false_positives"]:
@@ -192,7 +203,9 @@ def to_markdown(report: dict[str, Any]) -> str:
         parts += [f"  - [{f['criterion']}] {f['issue']}" for f in r["flags"]]
         if r["fix"] is not None:
             notes = r["fix"].get("changed") or r["fix"].get("notes") or "(no notes)"
-            parts.append(f"  - fixer: {notes}")
+            lines = str(notes).strip().splitlines() or ["(no notes)"]
+            parts.append(f"  - fixer: {lines[0]}")
+            parts += [f"    {line}" for line in lines[1:]]
     if report["waived"]:
         parts += ["", "## Waived by a person", ""]
         parts += [

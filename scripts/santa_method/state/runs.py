@@ -46,6 +46,7 @@ from typing import Any
 from santa_method.core import assignment as texts
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_text
+from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.gate import default_labels, gate
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
@@ -1245,6 +1246,108 @@ def _check_ship(state: dict[str, Any]) -> None:
         )
 
 
+FIXER_REPLY = "fixer-reply.txt"
+
+
+def record_fixer_reply(instruction: str, reply: str) -> bool:
+    """Keep the fixer's final reply for `santa log fix` (the SubagentStop hook
+    calls this); False when the instruction is no open fix's."""
+    if not fixer_open(instruction):
+        return False
+    run_id = _run_of(instruction, FIX_MARKER)
+    assert run_id is not None
+    state = load(run_id)
+    path = run_dir(run_id) / f"round-{state['fixer']['round']}" / FIXER_REPLY
+    replace_text(path, reply)
+    return True
+
+
+def _fix_report(state: dict[str, Any], data: dict[str, Any]) -> FixReport:
+    """The fixer's report: the notes given with the fix, else the reply the
+    SubagentStop hook kept. The notes go into the log record either way."""
+    current = state["rounds"][-1]
+    notes = data.get("notes")
+    if not isinstance(notes, str) or not notes.strip():
+        kept = run_dir(state["id"]) / f"round-{current['round']}" / FIXER_REPLY
+        notes = kept.read_text(encoding="utf-8") if kept.is_file() else ""
+        if notes:
+            data["notes"] = notes[:4000]
+    flags = _merged_from_json(current["gates"][-1]["issues"])
+    report = parse_report(notes, flags)
+    data["report"] = report.to_json()
+    return report
+
+
+def _keep_unreviewed(state: dict[str, Any]) -> bool:
+    """Keep what the fixer left in a file target as the round's unreviewed
+    fix, so the one restore of escalated runs (`unreviewed.restore_reviewed`,
+    called once the escalation is logged) puts the reviewed text back. True
+    when the target differs from what was reviewed (it will be restored)."""
+    target = state["target"]
+    if target.get("kind") != "file":
+        return False
+    current = state["rounds"][-1]
+    try:
+        now = Path(target["path"]).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if sha256(now) == current["output_sha256"]:
+        return False
+    from santa_method.state.unreviewed import keep_fix
+
+    keep_fix(state["id"], current["round"], now)
+    return True
+
+
+def _needs_input(state: dict[str, Any], report: FixReport, data: dict[str, Any]) -> dict[str, Any]:
+    """A fixer asked: no fix is logged, the run escalates with the questions
+    and the target goes back to the text the reviewers saw (nothing guessed
+    stands; what the fixer left is kept in the run folder)."""
+    current = state["rounds"][-1]
+    questions = [
+        {
+            "n": a.number,
+            "key": a.key,
+            "criterion": a.criterion,
+            "question": a.text or "(no question given)",
+        }
+        for a in report.questions
+    ]
+    restored = _keep_unreviewed(state)
+    state["status"] = "escalated"
+    state["fixer"] = None
+    state["escalation"] = {
+        "round": current["round"],
+        "reasons": [NEEDS_INPUT],
+        "questions": questions,
+    }
+    return {
+        "reason": NEEDS_INPUT,
+        "questions": questions,
+        "notes": data.get("notes", ""),
+        "report": data.get("report", []),
+        "restored": restored,
+    }
+
+
+def _check_changed(state: dict[str, Any], report: FixReport) -> None:
+    """A fix that leaves the output as reviewed is no fix, unless the fixer
+    answered every problem "not an issue" (the next round tests that claim)."""
+    if report.all_not_an_issue:
+        return
+    current = state["rounds"][-1]
+    try:
+        now = read_target(state["target"])
+    except InputError as exc:
+        raise RefusedError(f"run {state['id']} cannot log the fix: {exc}") from None
+    if sha256(now) == current["output_sha256"]:
+        raise RefusedError(
+            f"the fix left {target_name(state['target'])} unchanged, so it is not a fix: another "
+            "round would review the same text. Run the fixer again (it must change the output, or "
+            "answer every flag 'not an issue' with its reason, or 'needs input' with a question)"
+        )
+
+
 def log_event(
     run_id: str,
     event: str,
@@ -1307,8 +1410,15 @@ def log_event(
                         f"a fix is already logged after round {current['round']}; "
                         f"open the next round with 'santa round start --run {run_id}'"
                     )
-                state["fixes"].append({"after_round": current["round"], "ts": _now()})
-                state["fixer"] = None
+                report = _fix_report(state, data)
+                if report.questions:
+                    event, iteration = "escalate", current["round"]
+                    data = _needs_input(state, report, data)
+                    report_needed = True
+                else:
+                    _check_changed(state, report)
+                    state["fixes"].append({"after_round": current["round"], "ts": _now()})
+                    state["fixer"] = None
             else:
                 data["reason"] = str(data.get("reason") or "escalated by hand")
                 state["status"] = "escalated"

@@ -48,7 +48,8 @@ FIX_SCHEMA: dict[str, Any] = {
         "report": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "One line per flag: 'N. fixed: ...' or 'N. not an issue: ...'.",
+            "description": "One line per flag: 'N. fixed: ...', 'N. not an issue: ...' or "
+            "'N. needs input: <question>' (never invent a missing fact).",
         },
     },
     "required": ["output", "report"],

@@ -1,0 +1,102 @@
+"""Read the fixer's report: one line per problem, in the assignment's numbering.
+
+The fixer ends its reply with one line per problem it was given:
+
+    <n>. fixed: <what changed>
+    <n>. not an issue: <why>
+    <n>. needs input: <the question a person must answer>
+
+Why the third form: a fixer asked to restore something whose facts exist
+nowhere (a missing row's price, a link, a name) either asks or invents, and
+fresh reviewers cannot tell an invented figure from a real one. A question
+stops the run for a person instead; any `needs input` line escalates it.
+Parsing is pure and forgiving about markup (bullets, bold, backticks) but
+never guesses an answer it cannot read: a problem with no line is
+`unanswered`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from santa_method.core.types import MergedIssue
+
+Answer = Literal["fixed", "not an issue", "needs input", "unanswered"]
+ANSWERS: tuple[Answer, ...] = ("fixed", "not an issue", "needs input")
+NEEDS_INPUT = "needs-input"
+"""The escalation reason of a run stopped by a fixer's question."""
+
+_LINE = re.compile(
+    r"^[\s>*_`#-]*(\d+)\s*[.):]\s*[*_`]*\s*(fixed|not an issue|needs input)\s*[*_`]*\s*[:\-\u2013\u2014]\s*(.*)$",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class FlagAnswer:
+    number: int
+    answer: Answer
+    text: str
+    key: str = ""
+    criterion: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.number,
+            "answer": self.answer,
+            "text": self.text,
+            "key": self.key,
+            "criterion": self.criterion,
+        }
+
+
+@dataclass(frozen=True)
+class FixReport:
+    answers: tuple[FlagAnswer, ...]
+
+    @property
+    def questions(self) -> tuple[FlagAnswer, ...]:
+        return tuple(a for a in self.answers if a.answer == "needs input")
+
+    @property
+    def all_not_an_issue(self) -> bool:
+        """Every problem answered "not an issue" (a fix that rightly changes nothing)."""
+        return bool(self.answers) and all(a.answer == "not an issue" for a in self.answers)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [a.to_json() for a in self.answers]
+
+
+def fixer_order(flags: Sequence[MergedIssue]) -> list[MergedIssue]:
+    """The problems in the order the fix assignment numbers them: suspected
+    false positives (unverified quotes) first, then the rest."""
+    return [f for f in flags if f.evidence == "unverified"] + [
+        f for f in flags if f.evidence != "unverified"
+    ]
+
+
+def parse_report(notes: str, flags: Sequence[MergedIssue]) -> FixReport:
+    """Each problem's answer, by its number in the assignment. The last line
+    for a number wins (a fixer may restate its report at the end)."""
+    found: dict[int, tuple[Answer, str]] = {}
+    for line in (notes or "").splitlines():
+        match = _LINE.match(line.strip())
+        if match is None:
+            continue
+        number = int(match.group(1))
+        answer = match.group(2).lower()
+        text = match.group(3).strip().strip("*_`").strip()
+        found[number] = (answer, text)  # type: ignore[assignment]
+    ordered = fixer_order(flags)
+    answers = []
+    for n, flag in enumerate(ordered, 1):
+        answer, text = found.get(n, ("unanswered", ""))
+        answers.append(FlagAnswer(n, answer, text, flag.key, flag.criterion))
+    # A question about a number beyond the list still stops the run.
+    for n in sorted(found):
+        if n > len(ordered) and found[n][0] == "needs input":
+            answers.append(FlagAnswer(n, "needs input", found[n][1]))
+    return FixReport(tuple(answers))

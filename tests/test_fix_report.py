@@ -1,0 +1,151 @@
+"""The fixer's report: `fixed`, `not an issue`, `needs input`, read by the state layer.
+
+A fixer that needs a fact nobody gave must ask, and the run stops for a
+person (reason `needs-input`) without another review round; a fix that
+changed nothing is no fix unless every flag was answered "not an issue".
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from santa_method.core.errors import RefusedError
+from santa_method.core.fixreport import fixer_order, parse_report
+from santa_method.core.types import MergedIssue
+from santa_method.state import runs
+from santa_method.state.metrics import compute
+from santa_method.state.report import build
+from test_runs import OUTPUT, WRONG_VERSION, home, log_records, open_run, review
+
+__all__ = ["home"]
+
+MISSING_ROW = {
+    "criterion": "completeness",
+    "issue": "The row for TLY-1377 is missing",
+    "missing": "A row for TLY-1377",
+}
+
+
+def _flag(key: str, evidence: str = "verified") -> MergedIssue:
+    return MergedIssue("completeness", f"issue {key}", evidence, ("B",), key=key)  # type: ignore[arg-type]
+
+
+def test_report_lines_in_every_form_and_markup() -> None:
+    flags = [_flag("a"), _flag("b"), _flag("c"), _flag("d")]
+    notes = (
+        "I changed the version.\n"
+        "1. fixed: set the version to 2.1\n"
+        "- **2. not an issue:** the spec allows it\n"
+        "`3. needs input: what is the price of TLY-1377?`\n"
+    )
+    report = parse_report(notes, flags)
+    assert [a.answer for a in report.answers] == [
+        "fixed",
+        "not an issue",
+        "needs input",
+        "unanswered",
+    ]
+    assert report.answers[1].text == "the spec allows it"
+    assert [q.text for q in report.questions] == ["what is the price of TLY-1377?"]
+    assert [a.key for a in report.answers] == ["a", "b", "c", "d"]
+    assert not report.all_not_an_issue
+    assert parse_report("1. Not an issue - fine\n2. NOT AN ISSUE: fine", flags[:2]).all_not_an_issue
+    assert not parse_report("", flags[:2]).all_not_an_issue
+
+
+def test_numbers_follow_the_assignment_order_suspected_first() -> None:
+    flags = [_flag("real"), _flag("suspect", "unverified")]
+    assert [f.key for f in fixer_order(flags)] == ["suspect", "real"]
+    report = parse_report("1. not an issue: not in the output\n2. fixed: done", flags)
+    assert {a.key: a.answer for a in report.answers} == {"suspect": "not an issue", "real": "fixed"}
+
+
+def test_a_question_beyond_the_list_still_counts() -> None:
+    report = parse_report("1. fixed: x\n7. needs input: which licence?", [_flag("a")])
+    assert [q.text for q in report.questions] == ["which licence?"]
+
+
+# --- through the run state ---------------------------------------------------
+
+
+def _gated(home: Path, *issues: dict) -> runs.RoundOpened:
+    opened = open_run(home, source="files")
+    (home / "b.json").write_text(review(opened.canary, issues))
+    (home / "c.json").write_text(review(opened.canary, issues))
+    result = runs.gate_run(opened.run_id, review_files=[str(home / "b.json"), str(home / "c.json")])
+    assert result.next == "fix"
+    return opened
+
+
+def test_needs_input_escalates_restores_and_asks(home: Path) -> None:
+    opened = _gated(home, WRONG_VERSION, MISSING_ROW)
+    # The fixer fixed one flag and guessed nothing for the other, but also
+    # left a placeholder in the file: none of it may stand.
+    (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1") + "TLY-1377,Item 1377,0.00\n")
+    notes = "1. fixed: version 2.1\n2. needs input: What is the price of TLY-1377?"
+    record = runs.log_event(opened.run_id, "fix", data={"notes": notes})
+    assert record["event"] == "escalate" and record["reason"] == "needs-input"
+    (question,) = record["questions"]
+    assert question["question"] == "What is the price of TLY-1377?"
+    assert question["criterion"] == "completeness" and question["key"].startswith("completeness|")
+    assert record["restored"] is True
+    assert (home / "out.md").read_text(encoding="utf-8") == OUTPUT  # back to what was reviewed
+    state = runs.load(opened.run_id)
+    assert state["status"] == "escalated" and state["fixes"] == []
+    assert state["escalation"]["reasons"] == ["needs-input"]
+    assert log_records(home, "fix") == []
+    # No further round, no ship.
+    with pytest.raises(RefusedError):
+        runs.next_round(opened.run_id)
+    report = build(opened.run_id)
+    assert report["questions"][0]["question"] == "What is the price of TLY-1377?"
+    text = (runs.run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
+    assert "The fixer needs input" in text and "What is the price of TLY-1377?" in text
+    metrics = compute(runs_log(home))
+    assert metrics["needs_input"]["runs"] == 1
+    assert metrics["needs_input"]["questions"][0]["question"] == "What is the price of TLY-1377?"
+
+
+def runs_log(home: Path) -> list[dict]:
+    return log_records(home)
+
+
+def test_a_fix_that_changed_nothing_is_refused(home: Path) -> None:
+    opened = _gated(home, WRONG_VERSION)
+    with pytest.raises(RefusedError, match="unchanged, so it is not a fix"):
+        runs.log_event(opened.run_id, "fix", data={"notes": "1. fixed: version"})
+    assert runs.load(opened.run_id)["fixes"] == [] and log_records(home, "fix") == []
+    # Answering every flag "not an issue" may change nothing: the next round tests it.
+    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. not an issue: 2.0 is right"})
+    assert record["event"] == "fix"
+    assert record["report"][0]["answer"] == "not an issue"
+    assert runs.next_round(opened.run_id).round == 2
+
+
+def test_the_kept_fixer_reply_reaches_the_log_and_the_report(home: Path) -> None:
+    opened = _gated(home, WRONG_VERSION)
+    instruction = runs.load(opened.run_id)["fixer"]["instruction"]
+    assert not runs.record_fixer_reply(instruction + " and more", "1. fixed: x")
+    assert runs.record_fixer_reply(instruction, "Done.\n1. fixed: set the version to 2.1")
+    (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1"))
+    record = runs.log_event(opened.run_id, "fix")
+    assert record["notes"].endswith("1. fixed: set the version to 2.1")
+    assert [a["answer"] for a in record["report"]] == ["fixed"]
+    runs.log_event(opened.run_id, "escalate", data={"reason": "stopped by hand"})
+    text = (runs.run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
+    assert "fixer: Done." in text and "1. fixed: set the version to 2.1" in text
+    assert "(no notes)" not in text
+
+
+def test_a_kept_question_escalates_a_fix_logged_without_notes(home: Path) -> None:
+    opened = _gated(home, MISSING_ROW)
+    instruction = runs.load(opened.run_id)["fixer"]["instruction"]
+    runs.record_fixer_reply(instruction, "1. needs input: What is the price of TLY-1377?")
+    record = runs.log_event(opened.run_id, "fix")
+    assert record["event"] == "escalate" and record["reason"] == "needs-input"
+    assert record["restored"] is False  # the fixer changed nothing
+    gates = log_records(home, "gate")
+    assert json.dumps(gates[-1]["issues"][0]["criteria"]) == '["completeness"]'
