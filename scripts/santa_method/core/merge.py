@@ -359,7 +359,12 @@ def merge_flags(flags: Sequence[Flag], output: str | None = None) -> list[Merged
                 criteria=tuple(dict.fromkeys([primary, *(f.issue.criterion for f in members)])),
                 quotes=tuple(quotes),
                 criteria_by=tuple(
-                    (label, tuple(dict.fromkeys(f.issue.criterion for f in members if f.label == label)))
+                    (
+                        label,
+                        tuple(
+                            dict.fromkeys(f.issue.criterion for f in members if f.label == label)
+                        ),
+                    )
                     for label in dict.fromkeys(f.label for f in members)
                 ),
             )
