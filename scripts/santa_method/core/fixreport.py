@@ -30,7 +30,8 @@ NEEDS_INPUT = "needs-input"
 """The escalation reason of a run stopped by a fixer's question."""
 
 _LINE = re.compile(
-    r"^[\s>*_`#-]*(\d+)\s*[.):]\s*[*_`]*\s*(fixed|not an issue|needs input)\s*[*_`]*\s*[:\-\u2013\u2014]\s*(.*)$",
+    r"^[\s>*_`#-]*(\d+)\s*[.):]\s*[*_`]*\s*(fixed|not an issue|needs input)\b\s*[*_`]*"
+    r"\s*(?:[:\-\u2013\u2014]\s*(.*))?$",
     re.IGNORECASE,
 )
 
@@ -88,7 +89,7 @@ def parse_report(notes: str, flags: Sequence[MergedIssue]) -> FixReport:
             continue
         number = int(match.group(1))
         answer = match.group(2).lower()
-        text = match.group(3).strip().strip("*_`").strip()
+        text = (match.group(3) or "").strip().strip("*_`").strip()
         found[number] = (answer, text)  # type: ignore[assignment]
     ordered = fixer_order(flags)
     answers = []
