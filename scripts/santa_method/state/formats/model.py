@@ -266,7 +266,11 @@ def questions_of(fixes: list[dict[str, Any]]) -> list[str]:
     for fix in fixes:
         listed = fix.get("questions")
         if isinstance(listed, list):
-            found += [str(q) for q in listed if str(q).strip()]
+            found += [
+                str(q.get("question") if isinstance(q, dict) else q)
+                for q in listed
+                if str(q.get("question") if isinstance(q, dict) else q).strip()
+            ]
             continue
         notes = fix.get("notes") or fix.get("changed") or ""
         found += _QUESTION.findall(notes if isinstance(notes, str) else "")
@@ -329,7 +333,9 @@ def run_subject(run_id: str, name: str | None = None, path: str | None = None) -
         suggestions=suggestions,
         rounds=rounds,
         reasons=tuple(legacy["escalation_reasons"]),
-        questions=tuple(questions_of(legacy["fixes"])),
+        questions=tuple(
+            questions_of([*legacy["fixes"], {"questions": legacy.get("questions") or []}])
+        ),
         cost_usd=cost["usd"],
         tokens=cost["tokens"],
     )
