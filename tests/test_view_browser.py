@@ -225,7 +225,7 @@ def test_an_escalated_run_and_the_batch_read_as_a_person_needs(built, page_of, m
     v = page_of(page_for(built, monkeypatch))
     page = v.open("#run/" + built["runs"]["price"].run_id)
     escalation = page.locator(".escalation").inner_text()
-    assert "a person takes over" in escalation and "fixes exhausted" in escalation
+    assert "a person takes over" in escalation and "needs-input" in escalation
     assert "what is the price of the Pro plan?" in page.locator("#round-1 .question").inner_text()
     page = v.open("#batch/" + built["batch"].batch_id)
     text = page.inner_text("#page")

@@ -203,8 +203,8 @@ def test_sarif_for_an_escalated_run(escalated, capsys):
     by_rule = {r["ruleId"]: r for r in errors}
     assert set(by_rule) == {"factual-accuracy", "compliance", "completeness"}
     assert notes and all(r["ruleId"] == "suggestion" for r in notes)
-    # The fix in round 1 pushed every line down by two; the report places round 2's text.
-    reviewed = ("\n\n" + DOC).split("\n")  # what round 2 saw: the user's file is untouched
+    # The fixer asked, so no fix was reviewed: the report places round 1's text, the user's file.
+    reviewed = DOC.split("\n")
     year = by_rule["factual-accuracy"]["locations"][0]["physicalLocation"]
     assert year["artifactLocation"]["uri"] == "README.md"  # the user's file, not the working copy
     assert reviewed[year["region"]["startLine"] - 1] == "Released in 1999."
@@ -364,7 +364,7 @@ def test_json_keeps_the_report_and_adds_problems(escalated, capsys):
         "completeness",
     }
     year = next(p for p in data["problems"] if p["criterion"] == "factual-accuracy")
-    assert year["places"][0]["path"] == "README.md" and year["places"][0]["start_line"] == 7
+    assert year["places"][0]["path"] == "README.md" and year["places"][0]["start_line"] == 5
     assert data["questions"] == ["which year was it released?"]
 
 

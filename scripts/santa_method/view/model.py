@@ -189,6 +189,11 @@ def _rounds(records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
     pending: dict[int, dict[str, Mapping[str, Any]]] = {}
     for record in records:
         event, n = record.get("event"), record.get("iteration")
+        if event == "escalate" and record.get("questions") and isinstance(n, int):
+            # A fixer that asked logs no fix: its report and questions ride on the escalation.
+            r = rounds.setdefault(n, {"gates": [], "reviews": {}, "fix": None})
+            r["fix"] = r["fix"] or record
+            continue
         if event not in ("review", "gate", "fix") or not isinstance(n, int):
             continue
         r = rounds.setdefault(n, {"gates": [], "reviews": {}, "fix": None})
