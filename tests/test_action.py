@@ -214,6 +214,20 @@ def test_a_fork_without_the_secret_is_skipped_with_a_notice(
     assert failed.returncode == 1 and "::error" in failed.stdout
 
 
+def test_an_empty_change_is_skipped_not_failed(tmp_path, checkout, github, stub_server):
+    repo, base = checkout
+    git(repo, "revert", "--no-edit", "HEAD")  # the pull request's net change is now nothing
+    server = stub_server({REVIEWER: reviewer})
+    job = Job(tmp_path, repo, github, server.base_url)
+    result, summary = job.run(pr_event(base), readme_inputs({"ANTHROPIC_API_KEY": API_KEY}))
+    assert result.returncode == 0, result.steps[-1].stderr
+    assert result.outputs["verdict"] == "SKIPPED" and result.outputs["run-id"] == ""
+    assert "nothing to verify" in summary
+    assert not server.requests_for(REVIEWER)
+    # The sticky comment says so too, so a verdict from an earlier push does not stay.
+    assert [m for m, _ in github.requests if m in ("POST", "PATCH")] == ["POST"]
+
+
 def test_a_read_only_token_warns_and_keeps_the_verdict(tmp_path, checkout, stub_server):
     repo, base = checkout
     fake = FakeGitHub(token=TOKEN, read_only=True).start()

@@ -5,7 +5,9 @@ no text from the event can become a command) and runs
 `python -m santa_method.github`. This module drives the `santa` command as a
 user would, through its stable CLI (`santa run --json`, `santa batch --json`,
 `santa report ID --format ...`), so the Action tests the same contract README
-documents for every other CI system.
+documents for every other CI system. One question is asked before: is
+there any text in the change at all? It is answered by the same reader
+`santa run --against-diff` uses, so the two never disagree.
 
 Fail closed: a backend failure, a refused input or an unreadable reply is an
 error that fails the job; only a missing key is configurable, because a pull
@@ -27,7 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.errors import SantaError
 from santa_method.github.comments import Client, GitHubError
+from santa_method.headless.change import Change
 
 VERDICTS = ("NICE", "NAUGHTY", "ESCALATED", "ACCEPTED", "SKIPPED", "ERROR")
 # Worst first: the job's verdict is the worst of its runs'.
@@ -297,10 +301,20 @@ def verify(inputs: Inputs, ctx: Context, env: Mapping[str, str]) -> list[Outcome
             for f in inputs.files
         ]
     base = _base(inputs, ctx)
+    label = f"the change since {base[:12]}"
+    try:
+        change = Change(base, Path.cwd()).read_text()
+    except SantaError as e:
+        raise InputError(f"cannot read the change since {base[:12]}: {e}") from None
+    if not change.strip():
+        # A pull request whose net change is empty (a revert of a revert, a
+        # merge of what the base has) gives reviewers nothing: that is not a
+        # verdict, and not a failure.
+        return [Outcome("SKIPPED", label=label, reason="nothing changed: nothing to verify")]
     # Fixing a change means editing the checkout; with no fixes it only reports.
     in_place = ["--in-place"] if inputs.max_fixes > 0 else []
     proc = _santa("run", "--against-diff", base, *common, *in_place, "--json", "--quiet", env=env)
-    return [_outcome(proc, f"the change since {base[:12]}", "run_id")]
+    return [_outcome(proc, label, "run_id")]
 
 
 def _report(outcome: Outcome, fmt: str, env: Mapping[str, str], out: Path | None = None) -> str:
@@ -415,6 +429,9 @@ def run(env: Mapping[str, str]) -> int:
     for index, outcome in enumerate(outcomes):
         if outcome.verdict == "ERROR":
             parts.append(_error_block(outcome))
+            continue
+        if outcome.verdict == "SKIPPED":
+            parts.append(f"## santa-method: not run\n\n{outcome.label}: {outcome.reason}.\n")
             continue
         parts.append(_report(outcome, "markdown", child))
         part = ctx.temp / f"part-{index}.sarif"
