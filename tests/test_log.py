@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from santa_method.core.errors import InputError
-from santa_method.state import log
+from santa_method.state import fastjson, log
 
 ANTHROPIC = "sk-ant-api03-" + "Xy7Qp2Lk9Rt4Vb6Nm1Zc8Wd3Fg5Hj0Ks2Lq7Pw4Er9Ty6Ui1Op3As5Df8Gh2Jk4"
 SHA = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -182,6 +182,43 @@ def test_damaged_lines_are_skipped_and_reported(tmp_path: Path) -> None:
     assert reasons[3] == "not UTF-8 text"
     assert "ts" in reasons[4] and "ts" in reasons[5]
     assert read.warnings()[0] == f"{path} line 2: {reasons[0]}; skipped"
+
+
+ODD_LINES = [
+    b'{"ts": "2025-01-01T00:00:00Z", "run_id": "r", "event": "fix", "iteration": 1, '
+    b'"notes": "lone \\ud800", "tokens": 123456789012345678901234567890}',
+    b'{"ts": "2025-01-01T00:00:00Z", "run_id": "r", "event": "fix", "iteration": 1, '
+    b'"cost_usd": NaN, "tokens": 1e400}',
+    b'{"ts": "2025-01-01T00:00:00Z", "run_id": "r", "event": "fix", "iteration": 1, '
+    b'"notes": "a", "notes": "b", "n": -0.0, "x": 18446744073709551616}',
+    b"\xef\xbb\xbf{}",
+    b'{"notes": "\xed\xa0\x80"}',
+    b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+    b'{"ts": "2025-01-01T00:00:00Z", "run_id": "r", "event": "ship"} {"b": 2}',
+    b"[1, 2]",
+]
+
+
+def test_the_fast_parser_reads_every_line_as_json_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """orjson (the `view` extra) reads a large log faster; a line it would read
+    otherwise (a lone surrogate, NaN, an integer past 64 bits, a BOM) goes to
+    json, so the records and the reasons are json's either way."""
+    pytest.importorskip("orjson")
+    path = tmp_path / "log.jsonl"
+    log.append(path, {"run_id": "r", "event": "run", "iteration": 0, "target": "a.md"})
+    with open(path, "ab") as handle:
+        handle.write(b"\n".join(ODD_LINES) + b"\n")
+    fast = log.read(path)
+    assert fastjson.fast_loads() is not None
+    monkeypatch.setattr(fastjson, "fast_loads", lambda: None)
+    plain = log.read(path)
+    assert repr(fast.records) == repr(plain.records)
+    assert fast.damaged == plain.damaged
+    assert fast.records[1]["tokens"] == 123456789012345678901234567890
+    assert fast.records[3]["x"] == 18446744073709551616 and fast.records[3]["notes"] == "b"
+    assert [d.line for d in fast.damaged] == [5, 6, 7, 8, 9]
 
 
 def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from santa_method.cli import main
-from santa_method.state import log
+from santa_method.state import log, metrics
 from santa_method.state.metrics import (
     compute,
     fleiss_kappa,
@@ -571,3 +571,19 @@ def test_cli_bad_date_and_unreadable_log_exit_2(
     assert "--since 'last tuesday' is not a date" in capsys.readouterr().err
     assert main(["metrics", "--log", str(tmp_path)]) == 2
     assert "cannot read the log" in capsys.readouterr().err
+
+
+def test_runs_read_from_the_log_give_the_same_metrics(fixture_log: Path) -> None:
+    """`runs_from_log` (santa view's one pass, records neither checked nor copied
+    again) groups exactly as `runs_from_records` does, re-reviews included."""
+    read = log.read(fixture_log)
+    assert metrics.compute_runs(metrics.runs_from_log(read)) == metrics.compute(read.records)
+    for view in metrics.runs_from_log(read):
+        for iteration, gate in view.rounds.items():
+            before = view.records[: view.records.index(gate)]
+            latest = {
+                r["label"]: r
+                for r in before
+                if r["event"] == "review" and r["iteration"] == iteration
+            }
+            assert dict(view.reviews[iteration]) == latest

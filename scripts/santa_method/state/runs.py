@@ -73,9 +73,14 @@ def runs_dir() -> Path:
     return santa_dir() / "runs"
 
 
+def is_run_id(run_id: object) -> bool:
+    """Whether `run_id` can name a run folder (never a path elsewhere)."""
+    return isinstance(run_id, str) and bool(_RUN_ID.fullmatch(run_id)) and ".." not in run_id
+
+
 def run_dir(run_id: str) -> Path:
     """The run's folder; the id is checked so it can never name a path elsewhere."""
-    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+    if not is_run_id(run_id):
         raise InputError(f"'{run_id}' is not a run id")
     return runs_dir() / run_id
 
