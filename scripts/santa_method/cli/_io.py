@@ -9,7 +9,11 @@ from typing import Any
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_text
 
-__all__ = ["models_option", "print_json", "read_text", "split_labels"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["models_option", "out_file", "print_json", "read_text", "split_labels"]
 
 
 def print_json(data: Any) -> None:
@@ -33,3 +37,16 @@ def models_option(text: str | None, configured: Any) -> list[str] | None:
             raise InputError("--models needs at least one model name")
         return models
     return list(configured) if isinstance(configured, tuple) else None
+
+
+def out_file(value: str) -> Path:
+    """`--out FILE` checked before any work: a file in a folder that exists
+    (the command then writes it atomically, a temporary file renamed into place)."""
+    from pathlib import Path
+
+    out = Path(value)
+    if out.is_dir():
+        raise InputError(f"--out {value} is a folder; name a file")
+    if not out.parent.is_dir():
+        raise InputError(f"--out {value}: the folder {out.parent} does not exist")
+    return out

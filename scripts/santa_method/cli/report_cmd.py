@@ -49,8 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from santa_method.cli._io import out_file
     from santa_method.state import formats
     from santa_method.state.atomic import replace_text
 
@@ -59,11 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None:
         sys.stdout.write(text)
         return 0
-    out = Path(args.out)
-    if out.is_dir():
-        raise InputError(f"--out {args.out} is a folder; name a file")
-    if not out.parent.is_dir():
-        raise InputError(f"--out {args.out}: the folder {out.parent} does not exist")
+    out = out_file(args.out)
     try:
         replace_text(out, text)
     except OSError as exc:

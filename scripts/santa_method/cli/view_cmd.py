@@ -20,7 +20,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "is gone are shown from the log alone. Exit 0, or 2 for a bad date or path."
         ),
     )
-    p.add_argument("--out", metavar="FILE", help="where to write the page")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        help="where to write the page (atomically: a temporary file renamed into place)",
+    )
     p.add_argument(
         "--since",
         metavar="DATE",
@@ -36,8 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    from santa_method.cli._io import out_file
     from santa_method.cli.metrics_cmd import parse_since
     from santa_method.core.errors import InputError
     from santa_method.state.config import resolve_log_path
@@ -45,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.view import write_view
 
     since = parse_since(args.since)
-    out = Path(args.out) if args.out else None
-    if out is not None and out.is_dir():
-        raise InputError(f"--out {out} is a folder; name the HTML file to write")
+    out = out_file(args.out) if args.out else None
     try:
         written = write_view(
             log_path=resolve_log_path(args.log),
