@@ -167,13 +167,25 @@ def test_embedded_json_cannot_close_its_element():
     assert json.loads(text) == {"s": "</script><script>alert(1)</script><!-- & -->"}
 
 
+def test_the_page_s_json_is_json_s_text_with_or_without_orjson():
+    from santa_method.state import fastjson
+
+    pytest.importorskip("orjson")
+    plain = {"s": "法律 ✓ </script>", "n": [0, -1, 2.5, 0.1, 1e300, True, None], "d": {"k": {}}}
+    for data in (plain, {"lone": "\ud800"}, {"big": 2**70}, {1: "an int key"}):
+        expected = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        assert fastjson.dumps(data) == expected
+
+
 def test_runs_whose_folders_are_gone_come_from_the_log(project, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(project["root"] / ".santa", copy / ".santa")
     shutil.rmtree(copy / ".santa" / "runs")
     data = data_of(copy)
     run = run_of(data, project["runs"]["year"].run_id)
-    assert run["folder"] == "gone" and run["detail"]["notes"] == [GONE]
+    # Said once for the page, by the row's `folder`, not in each run's data.
+    assert run["folder"] == "gone" and data["folder_notes"]["gone"] == GONE
+    assert "notes" not in run["detail"]
     first = run["detail"]["rounds"][0]
     assert "output" not in first and "diff" not in first and "marks" not in first
     assert len(first["problems"]) == 2 and "details" not in first["reviews"][0]
@@ -182,17 +194,22 @@ def test_runs_whose_folders_are_gone_come_from_the_log(project, tmp_path):
 
 def test_folder_texts_and_details_beyond_the_budgets_are_left_out_and_say_so(project):
     root = project["root"]
-    src = collect(root / ".santa" / "log.jsonl", root / ".santa", text_budget=1)
-    assert src.folders[src.runs[0].run_id].texts  # the newest run's texts, then none
-    assert not any(src.folders[r.run_id].texts for r in src.runs[1:])
+    for budget in ({"text_budget": 1}, {"line_budget": 1}):
+        src = collect(root / ".santa" / "log.jsonl", root / ".santa", **budget)
+        assert src.folders[src.runs[0].run_id].texts  # the newest run's texts, then none
+        assert not any(src.folders[r.run_id].texts for r in src.runs[1:])
     data = page_data(src, generated="x", since=None)
     kept = data["runs"][1]
-    assert kept["folder"] == "kept" and kept["detail"]["notes"] == [TEXTS_LEFT_OUT]
+    assert kept["folder"] == "kept" and data["folder_notes"]["kept"] == TEXTS_LEFT_OUT
     assert "output" not in kept["detail"]["rounds"][0]
     small = page_data(src, generated="x", since=None, page_budget=0)
     rows = small["runs"]
     assert all(r["detail"] is None for r in rows) and "santa view --since" in small["left_out"]
     assert {r["id"] for r in rows} == {r.run_id for r in src.runs}
+    whole = len(embed_json(page_data(src, generated="x", since=None)))
+    tight = page_data(src, generated="x", since=None, page_budget=whole - 1)
+    assert [r["detail"] is None for r in tight["runs"]] == [False] * (len(rows) - 1) + [True]
+    assert len(embed_json(tight)) <= whole - 1  # the oldest run's details went first
 
 
 def test_secrets_in_a_run_folder_are_redacted(tmp_path, monkeypatch):
@@ -222,6 +239,9 @@ def test_since_keeps_later_runs_and_batches(project, tmp_path, capsys):
 def test_bad_out_is_refused(project, tmp_path, capsys):
     assert main(["view", "--out", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+    assert main(["view", "--out", str(tmp_path / "nowhere" / "v.html")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_open_hands_the_file_to_the_browser(project, tmp_path, monkeypatch):

@@ -267,14 +267,50 @@ def test_ten_thousand_runs_page_within_the_page(built, page_of, tmp_path, monkey
     assert written.runs == 10_000 and written.bytes < 10_000_000
     page = page_of(written.path).page
     pager = page.locator("#table .pager span")
-    assert pager.inner_text() == "rows 1 to 50 of 10000"
+    assert pager.inner_text() == "rows 1 to 50 of 10000 (page 1 of 200)"
     assert page.locator("#table tbody tr").first.get_attribute("data-id") == ids[-1]
     page.click("#table .pager button:has-text('next')")
-    assert pager.inner_text() == "rows 51 to 100 of 10000"
+    assert pager.inner_text() == "rows 51 to 100 of 10000 (page 2 of 200)"
     page.fill("#table input[type=search]", ids[0])
     assert [r.get_attribute("data-id") for r in page.locator("#table tbody tr").all()] == [ids[0]]
     page.evaluate("f => { location.hash = f; }", "#run/" + ids[0])
     page.wait_for_selector("#page h1")
     assert ids[0] in page.inner_text("#page h1")
-    if written.detailed < written.runs:  # the oldest run's rounds did not fit: it says so
-        assert "santa view --since" in page.inner_text("#page .notice")
+    assert written.detailed == written.runs  # every run's page has its rounds
+    assert page.locator("#page #round-1").count() == 1
+
+
+@pytest.fixture(scope="module")
+def large(built: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A log of 3,000 real runs (copies of the built ones under new ids) and its page."""
+    home = tmp_path_factory.mktemp("large") / ".santa"
+    home.mkdir()
+    ids = vp.clone_log(built["root"] / ".santa" / "log.jsonl", home / "log.jsonl", 3_000)
+    rows, _ = summarise_runs(home / "log.jsonl")
+    outcome = {row["run_id"]: row["outcome"] for row in rows}
+    return {
+        "ids": ids,
+        "outcome": outcome,
+        "written": write_view(log_path=home / "log.jsonl", home=home),
+    }
+
+
+def test_a_run_on_the_last_page_of_a_large_log_shows_its_verdict(large, page_of):
+    written, oldest = large["written"], large["ids"][0]
+    assert written.runs == 3_000 and written.detailed == written.runs
+    expected = VERDICT[large["outcome"][oldest]]
+    page = page_of(written.path).page
+    page.click("#table .pager button:has-text('last')")
+    assert page.inner_text("#table .pager span") == "rows 2951 to 3000 of 3000 (page 60 of 60)"
+    row = page.locator("#table tbody tr").last
+    assert row.get_attribute("data-id") == oldest  # newest first: the oldest run is last
+    assert row.locator(".badge").first.inner_text() == expected
+    row.locator(f"a:has-text('{oldest}')").click()
+    page.wait_for_selector("#page h1")
+    assert oldest in page.inner_text("#page h1")
+    assert page.locator("#page h1 .badge").first.inner_text() == expected
+    assert page.locator("#page #round-1 table.checks").count() == 1  # its details, not left out
+    assert "were left out" not in page.inner_text("#page")
+    page.go_back()
+    page.wait_for_selector("#overview .card")
+    assert page.inner_text("#table .pager span").startswith("rows 2951 to 3000")

@@ -41,14 +41,20 @@ def write_view(
 ) -> Written:
     """Write the page for the log at `log_path` and the folders under `home`."""
     from santa_method.state.atomic import replace_bytes, replace_text
-    from santa_method.state.log import now_iso
-    from santa_method.view.model import page_data
-    from santa_method.view.page import render
+    from santa_method.state.log import gc_paused, now_iso
+    from santa_method.view.model import PAGE_BUDGET, fit, page_data
+    from santa_method.view.page import embed_json, render
     from santa_method.view.sources import collect
 
-    src = collect(log_path, home, since)
-    data = page_data(src, generated=now_iso(), since=since_text)
-    html = render(src, data).encode("utf-8", "replace")
+    with gc_paused():  # a page of 10,000 runs is a million small objects, none in a cycle
+        src = collect(log_path, home, since)
+        data = page_data(src, generated=now_iso(), since=since_text)
+        # Encoded once; only a page over its budget is trimmed and encoded again.
+        embedded = embed_json(data)
+        size = len(embedded.encode("utf-8", "replace"))
+        if size > PAGE_BUDGET:
+            embedded = embed_json(fit(data, PAGE_BUDGET, size))
+        html = render(src, data, embedded).encode("utf-8", "replace")
     target = out if out is not None else default_out(home)
     if out is None:
         target.parent.mkdir(parents=True, exist_ok=True)

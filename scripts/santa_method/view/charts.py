@@ -116,7 +116,7 @@ def line_chart(
             )
     if not values:
         parts.append(_empty())
-    return _figure(parts, note)
+    return _figure(parts, note, title)
 
 
 def bar_chart(
@@ -146,7 +146,7 @@ def bar_chart(
         )
     if not shown:
         parts.append(_empty(height))
-    return _figure(parts, note)
+    return _figure(parts, note, title)
 
 
 def _frame(title: str, height: int = HEIGHT) -> str:
@@ -157,10 +157,11 @@ def _frame(title: str, height: int = HEIGHT) -> str:
     )
 
 
-def _figure(parts: list[str], note: str) -> str:
+def _figure(parts: list[str], note: str, title: str) -> str:
+    """The chart under its title, which is shown (an SVG title is only a tooltip)."""
     svg = "".join(parts) + "</svg>"
     caption = f"<figcaption>{escape(note)}</figcaption>" if note else ""
-    return f"{svg}{caption}"
+    return f'<h3 class="chart-title">{escape(title)}</h3>{svg}{caption}'
 
 
 def _empty(height: int = HEIGHT) -> str:

@@ -5,11 +5,14 @@ Pure functions: what a page shows is decided here, from data already read
 browser. The page's script only lays this data out.
 
 Why compact in places: a log of 10,000 runs must fit a page of a few
-megabytes, so a reviewer's checks are one letter per criterion (`P`, `F`,
-`-` not rated) over the run's `criteria`, which index the page's one list of
-criterion names, and empty fields are left out. Runs are newest first; once
-the page holds `PAGE_BUDGET` bytes of data, older runs keep their row
-in the table and say how to see them.
+megabytes with every run's details, so a reviewer's checks are one letter
+per criterion (`P`, `F`, `-` not rated) over the run's `criteria`, which
+index the page's one list of criterion names; empty fields are left out;
+and what is the same for many runs (why a run folder's texts are missing)
+is said once for the page (`folder_notes`). Runs are newest first; a page
+whose data would still pass `PAGE_BUDGET` bytes leaves out the details of
+the oldest runs (`fit`), which keep their row in the table and say how to
+see them.
 
 Log fields are read tolerantly (a damaged field is treated as absent), and
 the merged problems of the gate are read as `criteria`/`quotes` lists when
@@ -22,14 +25,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from santa_method.core.fixreport import NEEDS_INPUT
 from santa_method.state.metrics import RunView
 from santa_method.view.marks import Located, line_diff, merge_spans
-from santa_method.view.sources import TEXT_BUDGET, BatchFiles, RunFiles, Sources
+from santa_method.view.sources import LINE_BUDGET, TEXT_BUDGET, BatchFiles, RunFiles, Sources
 
 #: Bytes of data embedded in one page: every run's row, then the rounds of the
 #: newest runs while they fit (the rest of the page is under 100 KB).
 PAGE_BUDGET = 9_600_000
 VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "open": "open"}
+_CHECK_CODE = {"PASS": "P", "FAIL": "F"}
 _NEEDS_INPUT = re.compile(r"^\s*\d+\s*[.)]\s*needs input\s*:\s*(.+?)\s*$", re.I | re.M)
 
 GONE = (
@@ -39,13 +44,21 @@ GONE = (
 )
 TEXTS_LEFT_OUT = (
     "The run folder exists, but its texts were left out to keep this page small and quick "
-    f"(the newest runs' texts are read, up to {TEXT_BUDGET:,} characters in all); "
+    f"(the newest runs' texts are read, up to {TEXT_BUDGET:,} characters and "
+    f"{LINE_BUDGET:,} lines in all); "
     "`santa view --since DATE` shows older runs in full."
 )
 DETAIL_LEFT_OUT = (
     "This run's rounds were left out to keep the page under 10 MB (the newest runs come "
     "first); `santa view --since DATE` shows older runs in full."
 )
+
+#: Escalation reasons logged as codes, in words a person reads at a glance.
+REASON_WORDS = {NEEDS_INPUT: f"{NEEDS_INPUT} (the fixer asked a question only a person can answer)"}
+
+#: What a run's page says about its folder, by the row's `folder`; said once
+#: in the page, not in each of 10,000 runs.
+FOLDER_NOTES = {"gone": GONE, "kept": TEXTS_LEFT_OUT}
 
 
 def interrupted_note(run_id: str) -> str:
@@ -70,9 +83,10 @@ class Criteria:
 
 
 def page_data(
-    src: Sources, *, generated: str, since: str | None, page_budget: int = PAGE_BUDGET
+    src: Sources, *, generated: str, since: str | None, page_budget: int | None = None
 ) -> dict[str, Any]:
-    """The JSON the page embeds."""
+    """The JSON the page embeds: every run's row and its page's details (held
+    to `page_budget` bytes by `fit` when one is given)."""
     criteria = Criteria()
     batches = [batch_entry(b) for b in src.batches]
     batch_of = {
@@ -85,33 +99,45 @@ def page_data(
     per_run = (src.metrics.get("cost") or {}).get("per_run") or {}
     runs = []
     for view in src.runs:
-        entry = run_row(view, src.folders.get(view.run_id), per_run.get(view.run_id))
+        files = src.folders.get(view.run_id)
+        entry = run_row(view, files, per_run.get(view.run_id))
         if view.run_id in src.interrupted:
             entry["state"] = "interrupted"
         if view.run_id in batch_of:
             entry["batch"] = batch_of[view.run_id]
+        detail = run_detail(view, files, criteria)
+        if view.run_id in src.interrupted:
+            detail.setdefault("notes", []).insert(0, interrupted_note(view.run_id))
+        entry["detail"] = detail
         runs.append(entry)
-    budget = page_budget - _size(runs) - _size(batches)
-    for view, entry in zip(src.runs, runs, strict=True):
-        if budget > 0:
-            detail = run_detail(view, src.folders.get(view.run_id), criteria)
-            budget -= _size(detail)
-            if view.run_id in src.interrupted:
-                detail.setdefault("notes", []).insert(0, interrupted_note(view.run_id))
-            entry["detail"] = detail
-        else:
-            entry["detail"] = None  # the page says why once: `left_out`
-    return {
+    data = {
         "generated": generated,
         "log": str(src.log),
         "home": str(src.home),
         "since": since,
         "warnings": list(src.warnings),
         "left_out": DETAIL_LEFT_OUT,
+        "folder_notes": FOLDER_NOTES,
         "criteria": criteria.names,
         "runs": runs,
         "batches": batches,
     }
+    return data if page_budget is None else fit(data, page_budget)
+
+
+def fit(data: dict[str, Any], budget: int, size: int | None = None) -> dict[str, Any]:
+    """`data` in at most `budget` bytes of page: the oldest runs' details are
+    left out (`detail` None; the page says why once, `left_out`) until it
+    fits. Their rows stay, so every run is still listed. `size` is the bytes
+    `data` takes, when the caller has measured it already."""
+    over = (_size(data) if size is None else size) - budget
+    for entry in reversed(data["runs"]):
+        if over <= 0:
+            break
+        if entry["detail"] is not None:
+            over -= _size(entry["detail"]) - len("null")
+            entry["detail"] = None
+    return data
 
 
 # -- runs ----------------------------------------------------------------------
@@ -136,7 +162,13 @@ def run_row(
             "cost": _number(cost.get("cost_usd")),
             "tokens": _number(cost.get("tokens")),
             "escapes": len(view.events("escape")) or None,
-            "folder": "gone" if files is None else "texts" if files.texts else "kept",
+            "folder": "gone"
+            if files is None
+            else "texts"
+            if files.texts
+            else "unreadable"
+            if files.problem
+            else "kept",
         }
     )
 
@@ -157,15 +189,11 @@ def run_detail(view: RunView, files: RunFiles | None, criteria: Criteria) -> dic
     shown = []
     for n, r in rounds.items():
         shown.append(_round(n, r, order, texts.get(n), texts.get(n - 1), replies))
+    # A missing folder, or texts left out, is said once for the page
+    # (`FOLDER_NOTES`, by the row's `folder`); only a damaged folder needs words.
     notes = []
-    if files is None:
-        notes.append(GONE)
-    elif not files.texts:
-        notes.append(
-            f"The run folder could not be read: {files.problem}."
-            if files.problem
-            else TEXTS_LEFT_OUT
-        )
+    if files is not None and files.problem:
+        notes.append(f"The run folder could not be read: {files.problem}.")
     return lean(
         {
             "criteria": [criteria.index(c) for c in order],
@@ -229,9 +257,7 @@ def _round(
                     "invalid": review.get("valid") is not True,
                     "verdict": _str(review.get("verdict")),
                     "errors": _strs(review.get("errors")),
-                    "checks": "".join(
-                        {"PASS": "P", "FAIL": "F"}.get(str(results.get(c)), "-") for c in order
-                    ),
+                    "checks": "".join([_CHECK_CODE.get(str(results.get(c)), "-") for c in order]),
                     "details": [details.get(c) for c in order] if details else None,
                     "standing": review.get("standing") is True,
                     "cost": _number(review.get("cost_usd")),
@@ -240,6 +266,7 @@ def _round(
             )
         )
     fix = r["fix"]
+    diff = line_diff(before, output) if output is not None and before is not None else None
     out: dict[str, Any] = {
         "n": n,
         "verdict": _str(gate.get("verdict")),
@@ -252,7 +279,8 @@ def _round(
         "fix": None if fix is None else fix_report(fix),
         "output": output,
         "marks": _marks(output, problems) if output is not None else None,
-        "diff": line_diff(before, output) if output is not None and before is not None else None,
+        "diff": diff or None,
+        "unchanged": diff == [],
     }
     return lean(out)
 
@@ -261,11 +289,7 @@ def lean(fields: dict[str, Any]) -> dict[str, Any]:
     """`fields` without the entries that say nothing (None, False, "", [], {}):
     a page of 10,000 runs is mostly defaults. The page's script reads a
     missing field as empty. Zero is a value and stays."""
-    return {
-        k: v
-        for k, v in fields.items()
-        if v is not None and v is not False and v != "" and v != [] and v != {}
-    }
+    return {k: v for k, v in fields.items() if v or (v == 0 and v is not False)}
 
 
 def _size(value: Any) -> int:
@@ -366,6 +390,7 @@ def _escalation(
     reasons = _strs((report or {}).get("escalation_reasons"))
     if not reasons:
         reasons = [str(e["reason"]) for e in view.events("escalate") if _str(e.get("reason"))]
+    reasons = [REASON_WORDS.get(r, r) for r in reasons]
     last = rounds[-1] if rounds else None
     questions = (last or {}).get("fix", {}) or {}
     return {

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Sequence
 from html import escape
 from importlib import resources
 from typing import Any
 
+from santa_method.state import fastjson
 from santa_method.state import metrics as m
 from santa_method.view import charts
 from santa_method.view.sources import Sources
@@ -57,13 +57,14 @@ def policy(style: str, script: str) -> str:
 
 def embed_json(data: Any) -> str:
     """JSON that is safe inside a script element whatever its strings hold."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = fastjson.dumps(data)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(src: Sources, data: dict[str, Any]) -> str:
-    """The whole page."""
+def render(src: Sources, data: dict[str, Any], embedded: str | None = None) -> str:
+    """The whole page; `embedded` is `embed_json(data)` when the caller has it already."""
     style, script = asset("style.css"), asset("app.js")
+    embedded = embed_json(data) if embedded is None else embedded
     empty = not src.runs and not src.batches
     scope = f" since {data['since']}" if data.get("since") else ""
     notes = "".join(f'<p class="warning">{escape(w)}</p>' for w in data["warnings"][:20])
@@ -89,7 +90,7 @@ def render(src: Sources, data: dict[str, Any]) -> str:
         f"{escape(data['generated'][:19].replace('T', ' '))} UTC</span></header>"
         f'<main><section id="overview">{notes}{body}</section>'
         '<section id="page" hidden></section></main>'
-        f'<script type="application/json" id="santa-data">{embed_json(data)}</script>'
+        f'<script type="application/json" id="santa-data">{embedded}</script>'
         f"<script>{script}</script></body></html>\n"
     )
 
@@ -128,7 +129,7 @@ def overview(src: Sources) -> str:
         card(
             "reviewer agreement",
             charts.fmt(result["agreement"]["issues"], "pct"),
-            "problems raised by every reviewer",
+            "of problems raised by two or more reviewers",
         ),
         card(
             "cost per run",

@@ -9,9 +9,10 @@ and the reviewers' words behind each check.
 Redaction: the log is redacted as it is written (`state.log.append`), so
 its records are shown as they are. Run and batch folders are not: every
 text read from them passes through `state.redact` here, before any page
-sees it. Redaction costs about 2 µs a character, so the folder texts of
-only the newest runs are read, up to `TEXT_BUDGET` characters; the others
-say so on their page.
+sees it. Redaction is slow (every detector runs on every line: about
+0.1 ms a line here), so the folder texts of only the newest runs are read,
+up to `TEXT_BUDGET` characters and `LINE_BUDGET` lines (about a second);
+the others say so on their page.
 """
 
 from __future__ import annotations
@@ -24,19 +25,21 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from santa_method.core.errors import InputError
 from santa_method.state import log as runlog
 from santa_method.state.metrics import (
     RunView,
     compute_runs,
-    runs_from_records,
+    runs_from_log,
     since_filter,
     since_moment,
 )
 from santa_method.state.redact import redact, redact_text
+from santa_method.state.runs import is_run_id
 
 #: Characters of run-folder text (outputs, specs, reviewers' details) read per page.
 TEXT_BUDGET = 1_000_000
+#: Lines of run-folder text read per page: what redaction's time grows with.
+LINE_BUDGET = 10_000
 
 
 @dataclass(frozen=True)
@@ -82,29 +85,32 @@ def collect(
     home: Path,
     since: date | datetime | None = None,
     text_budget: int = TEXT_BUDGET,
+    line_budget: int = LINE_BUDGET,
 ) -> Sources:
     """Read the log and the folders under `home` (the project's `.santa/`)."""
     read = runlog.read(log_path)
     warnings = read.warnings()
-    runs = since_filter(runs_from_records(read.records), since)
+    runs = since_filter(runs_from_log(read), since)
     metrics = compute_runs(runs)
     runs.sort(key=lambda r: (r.started is not None, r.started, r.run_id), reverse=True)
     folders: dict[str, RunFiles] = {}
-    budget = text_budget
+    budget, lines = text_budget, line_budget
     runs_root = home / "runs"
     present = set(os.listdir(runs_root)) if runs_root.is_dir() else set()
     for run in runs:
-        if run.run_id not in present or not _is_run_id(run.run_id):
+        if run.run_id not in present or not is_run_id(run.run_id):
             continue
         folder = runs_root / run.run_id
         if not (folder / "state.json").is_file():
             continue
-        if budget <= 0:
+        if budget <= 0 or lines <= 0:
             folders[run.run_id] = RunFiles(texts=False)
             continue
         files = read_run_folder(folder)
-        budget -= sum(len(t) for t in files.outputs.values()) + len(files.spec or "")
-        budget -= sum(len(d) for w in files.replies.values() for d in w["details"].values())
+        texts = [*files.outputs.values(), files.spec or ""]
+        texts += [d for w in files.replies.values() for d in w["details"].values()]
+        budget -= sum(len(t) for t in texts)
+        lines -= sum(t.count("\n") + 1 for t in texts)
         folders[run.run_id] = files
     batches = [b for b in (read_batch_folder(p) for p in _batch_folders(home)) if _after(b, since)]
     return Sources(log_path, home, runs, metrics, folders, batches, warnings, _interrupted(runs))
@@ -119,16 +125,6 @@ def _interrupted(runs: list[RunView]) -> frozenset[str]:
         for r in runs
         if r.outcome == "open" and interrupted(r.run_id, (r.run_record or {}).get("source"))
     )
-
-
-def _is_run_id(run_id: str) -> bool:
-    """Whether a log's run id can name a run folder (never a path elsewhere)."""
-    from santa_method.state.runs import run_dir
-
-    try:
-        return run_dir(run_id).name == run_id
-    except InputError:
-        return False
 
 
 def read_run_folder(folder: Path) -> RunFiles:

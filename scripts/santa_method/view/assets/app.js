@@ -108,10 +108,14 @@
         ["all", "run", "batch"].map(function (k) { return h("option", { value: k, selected: table.kind === k, text: k === "all" ? "runs and batches" : k + "s only" }); })),
       h("select", { "aria-label": "verdict", on: { change: function (e) { table.verdict = e.target.value; table.page = 0; drawTable(); } } },
         verdicts.map(function (v) { return h("option", { value: v, selected: table.verdict === v, text: v === "all" ? "any verdict" : v }); })));
+    function go(to) { return function () { table.page = to; drawTable(); }; }
     var pager = h("div", { "class": "pager" },
-      h("button", { disabled: table.page === 0, on: { click: function () { table.page--; drawTable(); } } }, "previous"),
-      h("span", { text: found.length ? "rows " + (first + 1) + " to " + Math.min(first + PAGE, found.length) + " of " + found.length : "nothing matches" }),
-      h("button", { disabled: table.page >= pages - 1, on: { click: function () { table.page++; drawTable(); } } }, "next"));
+      h("button", { disabled: table.page === 0, on: { click: go(0) } }, "first"),
+      h("button", { disabled: table.page === 0, on: { click: go(table.page - 1) } }, "previous"),
+      h("span", { text: found.length ? "rows " + (first + 1) + " to " + Math.min(first + PAGE, found.length) + " of " + found.length +
+        (pages > 1 ? " (page " + (table.page + 1) + " of " + pages + ")" : "") : "nothing matches" }),
+      h("button", { disabled: table.page >= pages - 1, on: { click: go(table.page + 1) } }, "next"),
+      h("button", { disabled: table.page >= pages - 1, on: { click: go(pages - 1) } }, "last"));
     holder.replaceChildren(controls, h("table", { "class": "runs" }, h("thead", null, head), body), pager);
   }
   function focusFilter() {
@@ -140,7 +144,9 @@
         r.escapes ? h("span", null, h("b", { text: r.escapes + " escape(s) reported after shipping" })) : null)
     ];
     if (!d) return [head, h("p", { "class": "notice", text: data.left_out })];
-    var out = [head, d.notes.map(function (n) { return h("p", { "class": "notice", text: n }); })];
+    var said = (data.folder_notes || {})[r.folder];
+    var out = [head, d.notes.map(function (n) { return h("p", { "class": "notice", text: n }); }),
+      said ? h("p", { "class": "notice", text: said }) : null];
     out.push(journey(r, d));
     if (d.escalation) out.push(escalation(d.escalation, r.id));
     d.rounds.forEach(function (round) { out.push(roundBox(round, d)); });
@@ -172,7 +178,9 @@
     d.rounds.forEach(function (round) {
       steps.push(h("span", { "class": "step" }, "round " + round.n + " ", badge(round.verdict || "not gated"),
         round.problems.length ? " " + round.problems.length + " problem" + (round.problems.length === 1 ? "" : "s") : ""));
-      if (round.next && round.next !== "ship") steps.push(h("span", { "class": "arrow", text: "→ " + round.next }));
+      var asked = round.fix && round.fix.questions.length;
+      if (asked) steps.push(h("span", { "class": "arrow", text: "→ the fixer asks a question" }));
+      else if (round.next && round.next !== "ship") steps.push(h("span", { "class": "arrow", text: "→ " + round.next }));
     });
     if (r.shipped) steps.push(h("span", { "class": "arrow", text: "→" }), h("span", { "class": "step", text: "shipped" }));
     else if (r.verdict === "ESCALATED") steps.push(h("span", { "class": "arrow", text: "→" }), h("span", { "class": "step", text: "a person takes over" }));
@@ -194,8 +202,10 @@
       h("h2", null, "Round " + round.n, badge(round.verdict || "not gated"),
         round.next ? h("span", { "class": "muted", text: "next: " + round.next }) : null,
         round.gates > 1 ? h("span", { "class": "tag", text: "gated " + round.gates + " times (re-reviews)" }) : null,
-        round.agreement != null ? h("span", { "class": "tag", text: "agreement " + pct(round.agreement) }) : null),
+        round.agreement != null ? h("span", { "class": "tag", title: "the share of this round's problems that two or more reviewers raised",
+          text: "reviewers agree on " + pct(round.agreement) + " of the problems" }) : null),
       round.reasons.length ? h("ul", { "class": "reasons" }, round.reasons.map(function (t) { return h("li", { text: t }); })) : null,
+      changes(round),
       h("div", { "class": "cols" },
         h("div", null, h("h3", { text: "Checks by criterion" }), checks(round, d, labels)),
         h("div", null, h("h3", { text: round.problems.length ? "Problems (merged)" : "Problems" }), problems(round, valid))));
@@ -205,14 +215,18 @@
         output(round)));
     }
     if (round.fix) box.appendChild(fix(round.fix));
-    if (round.diff) {
-      box.appendChild(h("details", { open: true }, h("summary", { text: "What the fix changed since round " + (round.n - 1) }),
-        round.diff.length ? h("div", { "class": "diff mono" }, round.diff.map(function (op) {
-          var cls = { "+": "add", "-": "del", " ": "same", "~": "skip" }[op[0]];
-          return h("div", { "class": cls, text: op[1] });
-        })) : h("p", { "class": "muted", text: "Nothing changed." })));
-    }
     return box;
+  }
+
+  // What the fix did to the output, read before this round's checks of it.
+  function changes(round) {
+    if (round.unchanged) return h("p", { "class": "notice", text: "The output is the same as in round " + (round.n - 1) + ": the fix changed nothing." });
+    if (!round.diff) return null;
+    return h("details", { "class": "changes", open: true }, h("summary", { text: "What the fix changed since round " + (round.n - 1) }),
+      h("div", { "class": "diff mono" }, round.diff.map(function (op) {
+        var cls = { "+": "add", "-": "del", " ": "same", "~": "skip" }[op[0]];
+        return h("div", { "class": cls, text: op[1] });
+      })));
   }
 
   function checks(round, d, labels) {
@@ -308,7 +322,7 @@
         h("span", null, "verified with the full loop ", h("b", { text: b.reviewed })),
         h("span", null, "samples ", h("b", { text: b.samples })),
         h("span", null, "cost ", h("b", { text: money(b.cost) })),
-        d && d.cost_share != null ? h("span", null, "of verifying every item ", h("b", { text: pct(d.cost_share) })) : null,
+        d && d.cost_share != null ? h("span", null, "cost against verifying every item ", h("b", { text: pct(d.cost_share) })) : null,
         d && d.seed != null ? h("span", null, "seed ", h("b", { text: d.seed })) : null,
         h("span", null, "created ", h("b", { text: when(b.created) })))];
     if (!d) return out.concat([h("p", { "class": "notice", text: "The batch's state could not be read: " + b.problem })]);
