@@ -12,8 +12,14 @@ newest `--folders` copies keep a run folder (copied from the real one), as
 run folders are git-ignored and usually only recent ones remain.
 
 Columns, for 1,000 and for --runs runs side by side: seconds to write the
-page (median of --repeat), the page's size, each against its limit, and the
-time per run, whose ratio between the two rows shows how it scales.
+page (median of --repeat) against the limit, the CPU seconds of this
+process (what the machine's other load changes least), the page's size
+against its limit, the time per run (its ratio between the two rows shows
+how it scales), and how many runs have their details in the page (the
+goal: every one). Then where the time goes for the larger log, step by
+step. JSON is read and written with orjson when the `view` extra is
+installed (`pip install 'santa-method[view]'`; the dev extra has it), else
+with json: the first line says which.
 """
 
 from __future__ import annotations
@@ -60,15 +66,46 @@ def busy_project(real: Path, home: Path, runs: int, folders: int) -> None:
     shutil.copytree(real / "batches", home / "batches")
 
 
-def measure(home: Path, repeat: int) -> tuple[float, int, int]:
-    times = []
+def measure(home: Path, repeat: int) -> tuple[float, float, int, int]:
+    """Median wall and CPU seconds of `repeat` writes, the page's bytes, runs with details."""
+    times, cpu = [], []
     written = None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         written = write_view(log_path=home / "log.jsonl", home=home, out=home / "view.html")
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
     assert written is not None
-    return statistics.median(times), written.bytes, written.detailed
+    return statistics.median(times), statistics.median(cpu), written.bytes, written.detailed
+
+
+def phases(home: Path) -> list[tuple[str, float]]:
+    """Where the time goes, each step once as `write_view` takes it (the run
+    folders' share is what `collect` takes beyond the log and the metrics)."""
+    from santa_method.state import log as runlog
+    from santa_method.state.metrics import compute_runs, runs_from_log
+    from santa_method.view.model import page_data
+    from santa_method.view.page import embed_json, render
+    from santa_method.view.sources import collect
+
+    out = []
+    with runlog.gc_paused():
+        start = time.perf_counter()
+        read = runlog.read(home / "log.jsonl")
+        out.append(("read the log", time.perf_counter() - start))
+        start = time.perf_counter()
+        compute_runs(runs_from_log(read))
+        out.append(("metrics", time.perf_counter() - start))
+        start = time.perf_counter()
+        src = collect(home / "log.jsonl", home)
+        out.append(("run folders", time.perf_counter() - start - out[0][1] - out[1][1]))
+        start = time.perf_counter()
+        data = page_data(src, generated="now", since=None)
+        out.append(("page data", time.perf_counter() - start))
+        start = time.perf_counter()
+        render(src, data, embed_json(data))
+        out.append(("JSON and HTML", time.perf_counter() - start))
+    return out
 
 
 def main() -> int:
@@ -82,19 +119,25 @@ def main() -> int:
         (base / "real").mkdir()
         real = real_project(base / "real")
         sizes = sorted({min(1_000, args.runs), args.runs})
+        from santa_method.state.fastjson import fast_loads
+
+        print(f"JSON: {'orjson' if fast_loads() else 'json (orjson is not installed)'}")
         print(
-            f"{'runs':>7} {'folders':>8} {'write s':>8} {'x limit':>8} {'page MB':>8} "
-            f"{'x limit':>8} {'ms/run':>7} {'detailed':>9}"
+            f"{'runs':>7} {'folders':>8} {'write s':>8} {'x limit':>8} {'CPU s':>6} "
+            f"{'page MB':>8} {'x limit':>8} {'ms/run':>7} {'detailed':>9}"
         )
         for n in sizes:
             home = base / f"busy-{n}"
             busy_project(real, home, n, min(args.folders, n))
-            seconds, size, detailed = measure(home, args.repeat)
+            seconds, cpu, size, detailed = measure(home, args.repeat)
             print(
                 f"{n:>7} {min(args.folders, n):>8} {seconds:>8.2f} {seconds / LIMIT_S:>8.2f} "
-                f"{size / 1e6:>8.2f} {size / LIMIT_BYTES:>8.2f} {seconds / n * 1000:>7.3f} "
-                f"{detailed:>9}"
+                f"{cpu:>6.2f} {size / 1e6:>8.2f} {size / LIMIT_BYTES:>8.2f} "
+                f"{seconds / n * 1000:>7.3f} {detailed:>9}"
             )
+        print(f"\nwhere the time goes for {sizes[-1]} runs (one pass of each step, s):")
+        for name, seconds in phases(base / f"busy-{sizes[-1]}"):
+            print(f"  {name:<14} {seconds:>6.2f}")
     return 0
 
 
