@@ -11,6 +11,7 @@ notwithstanding.
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 from collections.abc import Sequence
 
@@ -24,18 +25,21 @@ MAX_PLACES = 20
 
 class Located:
     """An output with its normalised form and the map back to the original,
-    built once per output and shared by all the quotes of its round."""
+    built once per output and shared by all the quotes of its round, and
+    only when a quote is not found as it stands (most are)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
+
+    @functools.cached_property
+    def _normalised(self) -> tuple[str, list[int]]:
         chars: list[str] = []
         origin: list[int] = []
-        for index, char in enumerate(text):
+        for index, char in enumerate(self.text):
             for part in normalise(char):
                 chars.append(part)
                 origin.append(index)
-        self._normalised = "".join(chars)
-        self._origin = origin
+        return "".join(chars), origin
 
     def spans(self, quote: str) -> list[tuple[int, int]]:
         """Every place `quote` occurs, as (start, end) offsets in the original text."""
@@ -47,12 +51,13 @@ class Located:
         needle = normalise(quote)
         if not needle:
             return []
+        normalised, origin = self._normalised
         spans: list[tuple[int, int]] = []
-        start = self._normalised.find(needle)
+        start = normalised.find(needle)
         while start != -1 and len(spans) < MAX_PLACES:
             end = start + len(needle) - 1
-            spans.append((self._origin[start], self._origin[end] + 1))
-            start = self._normalised.find(needle, start + len(needle))
+            spans.append((origin[start], origin[end] + 1))
+            start = normalised.find(needle, start + len(needle))
         return spans
 
 
