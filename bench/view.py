@@ -18,7 +18,7 @@ against its limit, the time per run (its ratio between the two rows shows
 how it scales), and how many runs have their details in the page (the
 goal: every one). Then where the time goes for the larger log, step by
 step. JSON is read and written with orjson when the `view` extra is
-installed (`pip install 'santa-method[view]'`; the dev extra has it), else
+installed (`pip install '/path/to/santa-method[view]'`; the dev extra has it), else
 with json: the first line says which.
 """
 
