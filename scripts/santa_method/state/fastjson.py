@@ -18,24 +18,19 @@ from typing import Any
 
 
 @functools.cache
+def _orjson() -> Any:
+    """The orjson module, or None when it is not installed."""
+    try:
+        import orjson
+    except ImportError:
+        return None
+    return orjson
+
+
 def fast_loads() -> Callable[[bytes], Any] | None:
     """orjson's parser, or None when it is not installed."""
-    try:
-        import orjson
-    except ImportError:
-        return None
-    loads: Callable[[bytes], Any] = orjson.loads
-    return loads
-
-
-@functools.cache
-def _fast_dumps() -> Callable[[Any], bytes] | None:
-    try:
-        import orjson
-    except ImportError:
-        return None
-    dumps: Callable[[Any], bytes] = orjson.dumps
-    return dumps
+    module = _orjson()
+    return None if module is None else module.loads
 
 
 def dumps(data: Any) -> str:
@@ -44,10 +39,10 @@ def dumps(data: Any) -> str:
     (it refuses lone surrogates, integers past 64 bits and keys that are not
     strings: json writes those); it writes NaN and infinity as null where
     json refuses them, so callers keep numbers finite (the viewer does)."""
-    fast = _fast_dumps()
-    if fast is not None:
+    module = _orjson()
+    if module is not None:
         try:
-            return fast(data).decode("utf-8")
+            return module.dumps(data).decode("utf-8")
         except TypeError:  # orjson.JSONEncodeError is a TypeError
             pass
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
