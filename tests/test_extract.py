@@ -108,12 +108,37 @@ def test_object_nested_in_a_broken_object_never_counts() -> None:
     assert "not valid JSON" in error
 
 
-def test_several_objects_the_last_complete_one_wins() -> None:
+def test_of_several_agreeing_reviews_the_last_complete_one_wins() -> None:
     failing = fail_review({"completeness": "no license"})
-    reply = f"Draft:\n{json.dumps(PASS)}\nOn reflection, final:\n{json.dumps(failing)}\n"
+    example = {"verdict": "FAIL", "checks": [{"criterion": "completeness", "result": "FAIL"}]}
+    reply = f"For example:\n{json.dumps(example)}\nMy review:\n{json.dumps(failing)}\n"
     assert _ok(reply) == failing
-    reply = f"Draft:\n{json.dumps(failing)}\nFinal:\n{json.dumps(PASS)}\n"
+    reply = f"Draft:\n{json.dumps(PASS)}\nFinal:\n{json.dumps(PASS)}\n"
     assert _ok(reply) == PASS
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "Draft:\n{first}\nOn reflection, final:\n{second}\n",  # in prose
+        "```json\n{first}\n{second}\n```\n",  # one fence
+        "<!-- {first} -->\n{second}\n",  # an HTML comment
+    ],
+    ids=["prose", "one-fence", "html-comment"],
+)
+@pytest.mark.parametrize("order", ["fail-then-pass", "pass-then-fail"])
+def test_reviews_that_disagree_make_the_reply_ambiguous(layout: str, order: str) -> None:
+    failing = json.dumps(fail_review({"completeness": "no license"}))
+    first, second = (failing, PASS_TEXT) if order == "fail-then-pass" else (PASS_TEXT, failing)
+    error = _bad(layout.format(first=first, second=second))
+    assert "more than one review" in error and "disagree" in error and "ambiguous" in error
+
+
+def test_reviews_with_one_verdict_but_different_checks_are_ambiguous() -> None:
+    one = fail_review({"completeness": "no license"}, [{"issue": "no license"}])
+    other = fail_review({"compliance": "wrong tone"}, [{"issue": "wrong tone"}])
+    error = _bad(f"{json.dumps(one)}\n{json.dumps(other)}")
+    assert "completeness is FAIL" in error and "ambiguous" in error
 
 
 def test_truncated_object_after_a_complete_one_is_invalid() -> None:

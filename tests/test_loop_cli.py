@@ -103,6 +103,8 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 def one_sentence(err: str) -> str:
     lines = err.strip().splitlines()
+    if lines and lines[0].startswith("usage:"):  # argparse's own errors follow the usage
+        lines = lines[-1:]
     assert len(lines) == 1 and lines[0].startswith("santa: "), err
     assert "Traceback" not in err and "internal error" not in err
     return lines[0]

@@ -518,8 +518,8 @@ def test_cli_jsonl_without_ids_uses_line_numbers(tmp_path: Path) -> None:
     [
         (["items.jsonl", "--prevalence", "0.05"], "go together"),
         (["items.jsonl", "--confidence", "0.95"], "go together"),
-        (["items.jsonl", "--prevalence", "5", "--confidence", "0.95"], "0 < x < 1"),
-        (["items.jsonl", "--prevalence", "0.05", "--confidence", "1"], "0 < x < 1"),
+        (["items.jsonl", "--prevalence", "5", "--confidence", "0.95"], "above 0 and below 1"),
+        (["items.jsonl", "--prevalence", "0.05", "--confidence", "1"], "above 0 and below 1"),
         (
             ["items.jsonl", "--prevalence", "0.05", "--confidence", "0.9", "--rate", "0.2"],
             "flat plan",

@@ -392,7 +392,7 @@ def test_an_empty_item_is_refused_before_any_batch(stub_server, project):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"reviewers": 1}, "at least 2 reviewers"),
+        ({"reviewers": 1}, "reviewers must be a whole number from 2"),
         ({"max_fixes": -1}, "max_fixes"),
         ({"max_cost_usd": 1.0, "models": ["no-such-model"]}, "no list price"),
         ({"systemic_share": 0}, "systemic_share"),

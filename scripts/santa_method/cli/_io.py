@@ -2,18 +2,37 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_text
+from santa_method.core.numbers import Range
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["models_option", "out_file", "print_json", "read_text", "split_labels"]
+__all__ = ["models_option", "number_arg", "out_file", "print_json", "read_text", "split_labels"]
+
+
+def number_arg(allowed: Range) -> Callable[[str], Any]:
+    """The argparse `type=` of every numeric flag: a finite number in
+    `allowed`, or a usage error (exit 2) before anything runs."""
+
+    def parse(text: str) -> Any:
+        try:
+            return allowed.parse(text, "the value")
+        except InputError:
+            raise argparse.ArgumentTypeError(
+                f"expected {allowed.describe()}, got {text!r}"
+            ) from None
+
+    parse.__name__ = "number"
+    return parse
 
 
 def print_json(data: Any) -> None:

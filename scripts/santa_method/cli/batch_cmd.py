@@ -9,8 +9,9 @@ import sys
 from typing import Any
 
 from santa_method.cli import _Parser
-from santa_method.cli._io import models_option, print_json, read_text
-from santa_method.cli.sample_cmd import _count, add_sampling_arguments, check_sampling_arguments
+from santa_method.cli._io import models_option, number_arg, print_json, read_text
+from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
+from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
 
 DESCRIPTION = """\
@@ -82,16 +83,6 @@ class _BatchParser(_Parser):
         return super().parse_known_args(args, namespace)
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
-
-
 def _spec_arguments(p: argparse.ArgumentParser) -> None:
     spec = p.add_mutually_exclusive_group(required=True)
     spec.add_argument("--spec", metavar="FILE", help="what every output must do ('-' for stdin)")
@@ -107,21 +98,21 @@ def _spec_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-resamples",
-        type=_count,
+        type=number_arg(numbers.RESAMPLES),
         default=2,
         metavar="N",
         help="fresh samples after the first one (default 2)",
     )
     p.add_argument(
         "--systemic-min",
-        type=_count,
+        type=number_arg(numbers.SYSTEMIC_MIN),
         default=2,
         metavar="N",
         help="a criterion failing in this many sampled items is systemic (default 2, at least 2)",
     )
     p.add_argument(
         "--systemic-share",
-        type=_share,
+        type=number_arg(numbers.SHARE),
         metavar="S",
         help="...or in this share of a sample (at least 2 items)",
     )
@@ -148,30 +139,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=("anthropic", "claude", "anthropic-batch"),
         help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
     )
-    p.add_argument("--reviewers", type=int, metavar="N", help="reviewers per item (default 2)")
+    p.add_argument(
+        "--reviewers",
+        type=number_arg(numbers.REVIEWERS),
+        metavar="N",
+        help="reviewers per item (default 2)",
+    )
     p.add_argument(
         "--models", metavar="M1,M2", help="model per reviewer, in order; the first also fixes"
     )
     p.add_argument(
         "--screen-model", metavar="M", help="model of the screens (default: the first of --models)"
     )
-    p.add_argument("--max-fixes", type=int, metavar="N", help="fix rounds per item (default 3)")
+    p.add_argument(
+        "--max-fixes",
+        type=number_arg(numbers.MAX_FIXES),
+        metavar="N",
+        help="fix rounds per item (default 3)",
+    )
     p.add_argument(
         "--max-cost-usd",
-        type=float,
+        type=number_arg(numbers.BUDGET_USD),
         metavar="X",
         help="stop (ESCALATED) before an item or screen the budget cannot pay for",
     )
-    p.add_argument("--timeout", type=float, metavar="S", help="seconds per model call")
+    p.add_argument(
+        "--timeout",
+        type=number_arg(numbers.TIMEOUT_S),
+        metavar="S",
+        help="seconds per model call",
+    )
     p.add_argument(
         "--concurrency",
-        type=int,
+        type=number_arg(numbers.CONCURRENCY),
         metavar="N",
         help="items verified at once (default 4; claude 2; anthropic-batch: the whole sample)",
     )
     p.add_argument(
         "--poll-interval",
-        type=float,
+        type=number_arg(numbers.POLL_INTERVAL_S),
         metavar="S",
         help="anthropic-batch: seconds between status checks (default 30)",
     )
@@ -262,8 +268,6 @@ def _exclusions(args: argparse.Namespace) -> list[str]:
 
 def _check(args: argparse.Namespace) -> None:
     check_sampling_arguments(args)
-    if args.systemic_min < 2:
-        raise InputError("--systemic-min must be at least 2: one failing item is not a pattern")
 
 
 # ---------------------------------------------------------------- santa batch ITEMS
@@ -351,11 +355,6 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     config = load_config(project_root())
     models = models_option(args.models, config.models)
-    for flag, value in (("--max-cost-usd", args.max_cost_usd), ("--timeout", args.timeout)):
-        if value is not None and value <= 0:
-            raise InputError(f"{flag} must be positive")
-    if args.poll_interval is not None and args.poll_interval <= 0:
-        raise InputError("--poll-interval must be positive")
     backend = args.backend or os.environ.get("SANTA_BACKEND") or "anthropic"
     options: dict[str, Any] = {}
     if args.poll_interval is not None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from santa_method.cli._io import print_json, read_text, split_labels
+from santa_method.cli._io import number_arg, print_json, read_text, split_labels
+from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
 
@@ -24,15 +25,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("reviews", nargs="*", metavar="REVIEW", help="reply files ('-' for stdin)")
     p.add_argument("--run", metavar="ID", help="gate a round of this run")
     p.add_argument(
-        "--iteration", type=int, metavar="N", help="the round to gate (default: current)"
+        "--iteration",
+        type=number_arg(numbers.ROUND),
+        metavar="N",
+        help="the round to gate (default: current)",
     )
-    p.add_argument("--rubric", metavar="R", help="rubric name or path (files form)")
+    p.add_argument(
+        "--rubric",
+        metavar="R",
+        help="rubric name or path (files form; default: the config's rubric, else base)",
+    )
     p.add_argument("--against", metavar="FILE", help="the output under review (files form)")
     p.add_argument("--canary", metavar="TOKEN", help="the canary every review must echo")
     p.add_argument("--labels", metavar="B,C,...", help="reviewer labels (default B, C, D, ...)")
     p.add_argument("--log", metavar="PATH", help="the iteration log (with --run)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
+
+
+def _configured_rubric() -> str:
+    """Without --rubric the gate still judges against a rubric: the project's
+    (`.santa/config.yaml`), else `base`. Gating against none would let two
+    PASS reviews of invented criteria count as NICE."""
+    from santa_method.state.config import load_config
+
+    return load_config().rubric
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         if sum(1 for r in args.reviews if r == "-") > 1:
             raise InputError("only one review can come from stdin")
         output = read_text(args.against, "output") if args.against else None
-        rubric = load_rubric_arg(args.rubric)
+        rubric = load_rubric_arg(args.rubric or _configured_rubric())
         replies = [read_text(path, "review") for path in args.reviews]
         if len({r.strip() for r in replies}) < len(replies):
             raise InputError(

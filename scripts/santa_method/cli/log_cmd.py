@@ -51,28 +51,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _iteration(value: str | None, event: str) -> object:
     if value is None:
         return None
-    try:
-        number = int(value)
-    except ValueError:
-        if event in FREE_FORM:
+    if event in FREE_FORM:  # a round number, or any label a person chooses
+        try:
+            return int(value)
+        except ValueError:
             return value
-        raise InputError(f"--iteration must be a round number for {event}") from None
-    if number < 1 and event not in FREE_FORM:
-        raise InputError(f"--iteration must be a round number (1 or more) for {event}")
-    return number
+    from santa_method.core.numbers import ROUND
+
+    return ROUND.parse(value, f"--iteration (the round, for {event})")
+
+
+def _no_constant(name: str) -> object:
+    """NaN and Infinity are not JSON (Python reads them by default): a cost of
+    NaN would poison every sum `santa metrics` makes."""
+    raise InputError(f"--data holds {name}, which is not a number JSON allows")
 
 
 def run(args: argparse.Namespace) -> int:
+    from santa_method.core.numbers import check_usage
     from santa_method.state.runs import log_event
 
     data = {}
     if args.data:
         try:
-            data = json.loads(args.data)
+            data = json.loads(args.data, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise InputError(f"--data is not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError("--data is nested too deeply to be an event's data") from None
         if not isinstance(data, dict):
             raise InputError("--data must be a JSON object")
+        check_usage(data, "--data")
     record = log_event(
         args.run,
         args.event,

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from santa_method.cli._io import print_json, read_text
+from santa_method.cli._io import number_arg, print_json, read_text
+from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
 
 _NEW_RUN_ONLY = (
@@ -57,10 +58,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     spec.add_argument("--spec", metavar="FILE", help="the task spec ('-' for stdin)")
     spec.add_argument("--spec-text", metavar="TEXT", help="the task spec as text")
     s.add_argument("--rubric", metavar="R", help="rubric name or path (default: config, else base)")
-    s.add_argument("--reviewers", type=int, metavar="N", help="independent reviewers (default 2)")
+    s.add_argument(
+        "--reviewers",
+        type=number_arg(numbers.REVIEWERS),
+        metavar="N",
+        help="independent reviewers (default 2)",
+    )
     s.add_argument("--models", metavar="M[,M...]", help="reviewer models, in reviewer order")
-    s.add_argument("--max-fixes", type=int, metavar="N", help="fix rounds allowed (default 3)")
-    s.add_argument("--budget-usd", type=float, metavar="USD", help="escalate once this is spent")
+    s.add_argument(
+        "--max-fixes",
+        type=number_arg(numbers.MAX_FIXES),
+        metavar="N",
+        help="fix rounds allowed (default 3)",
+    )
+    s.add_argument(
+        "--budget-usd",
+        type=number_arg(numbers.BUDGET_USD),
+        metavar="USD",
+        help="escalate once this is spent",
+    )
     s.add_argument(
         "--source",
         choices=("hook", "files"),

@@ -7,7 +7,8 @@ import os
 import sys
 from typing import Any
 
-from santa_method.cli._io import models_option, print_json, read_text
+from santa_method.cli._io import models_option, number_arg, print_json, read_text
+from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
 DESCRIPTION = """\
@@ -79,7 +80,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
     )
     p.add_argument(
-        "--reviewers", type=int, metavar="N", help="independent reviewers, at least 2 (default 2)"
+        "--reviewers",
+        type=number_arg(numbers.REVIEWERS),
+        metavar="N",
+        help="independent reviewers, at least 2 (default 2)",
     )
     p.add_argument(
         "--models",
@@ -87,16 +91,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="model per reviewer, in order, repeating (aliases opus, sonnet, haiku or API ids); "
         "the first also fixes",
     )
-    p.add_argument("--max-fixes", type=int, metavar="N", help="fix rounds allowed (default 3)")
+    p.add_argument(
+        "--max-fixes",
+        type=number_arg(numbers.MAX_FIXES),
+        metavar="N",
+        help="fix rounds allowed (default 3)",
+    )
     p.add_argument(
         "--max-cost-usd",
-        type=float,
+        type=number_arg(numbers.BUDGET_USD),
         metavar="X",
         help="escalate instead of starting a fix and round the budget cannot pay for "
         "(and stop when a model's price is unknown)",
     )
     p.add_argument(
-        "--timeout", type=float, metavar="S", help="seconds per model call (default: none)"
+        "--timeout",
+        type=number_arg(numbers.TIMEOUT_S),
+        metavar="S",
+        help="seconds per model call (default: none)",
     )
     p.add_argument(
         "--cache-warm",
@@ -202,10 +214,6 @@ def run(args: argparse.Namespace) -> int:
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
     models = models_option(args.models, config.models)
-    if args.max_cost_usd is not None and args.max_cost_usd <= 0:
-        raise InputError("--max-cost-usd must be positive")
-    if args.timeout is not None and args.timeout <= 0:
-        raise InputError("--timeout must be positive")
     view = _LiveView(args.quiet)
     result = verify_sync(
         spec,

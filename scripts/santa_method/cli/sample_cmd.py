@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from santa_method.cli._io import number_arg
+from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
 _MISSING_STRATUM = "(none)"
@@ -74,42 +75,6 @@ class SourceItem(NamedTuple):
     """The JSON object (JSONL ITEMS)."""
 
 
-def _fraction(*, closed_top: bool, flag: str) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag} takes a fraction such as 0.05 (5 %), got {text!r}"
-            ) from None
-        top_ok = value <= 1 if closed_top else value < 1
-        if not (value > 0 and top_ok):  # also rejects nan
-            interval = "0 < x <= 1" if closed_top else "0 < x < 1"
-            raise argparse.ArgumentTypeError(
-                f"{flag} takes a fraction with {interval} (0.05 means 5 %), got {text}"
-            )
-        return value
-
-    return parse
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--min takes a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"--min must not be negative, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--seed takes a whole number, got {text!r}") from None
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "sample",
@@ -132,26 +97,26 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
     """The plan's options, shared with `santa batch` and `santa batch plan`."""
     p.add_argument(
         "--rate",
-        type=_fraction(closed_top=True, flag="--rate"),
+        type=number_arg(numbers.SHARE),
         metavar="R",
         help="flat plan: share of items to review (default 0.15)",
     )
     p.add_argument(
         "--min",
         dest="minimum",
-        type=_count,
+        type=number_arg(numbers.MIN_ITEMS),
         metavar="N",
         help="flat plan: review at least this many items (default 5)",
     )
     p.add_argument(
         "--prevalence",
-        type=_fraction(closed_top=False, flag="--prevalence"),
+        type=number_arg(numbers.FRACTION),
         metavar="P",
         help="guarantee plan: the defect share to catch, as a fraction (0.05 = 5 %%)",
     )
     p.add_argument(
         "--confidence",
-        type=_fraction(closed_top=False, flag="--confidence"),
+        type=number_arg(numbers.FRACTION),
         metavar="C",
         help="guarantee plan: the probability of catching it (0.95 = 95 %%)",
     )
@@ -162,7 +127,10 @@ def add_sampling_arguments(p: argparse.ArgumentParser) -> None:
         "--exclude", metavar="FILE", help="ids to leave out, or an earlier --json output"
     )
     p.add_argument(
-        "--seed", type=_seed, metavar="N", help="random seed (default: a fresh one, printed)"
+        "--seed",
+        type=number_arg(numbers.SEED),
+        metavar="N",
+        help="random seed (default: a fresh one, printed)",
     )
 
 

@@ -2,8 +2,9 @@
 
 Reviewers wrap JSON in prose and code fences. The rule (ARCHITECTURE.md,
 "Extraction"): the verdict is a top-level JSON object of the reply, the last
-complete one, and only if nothing after it starts another object or fence.
-We never repair JSON; we say what is wrong in words a reviewer can act on.
+complete one, and only if nothing after it starts another object or fence,
+and no other review in the reply disagrees with it (a FAIL then a PASS is
+ambiguous, not a PASS). We never repair JSON; we say what is wrong in words a reviewer can act on.
 
 The scan is linear: at each `{` outside any object that could open a JSON
 object we find its matching brace (honouring strings) and decode only that
@@ -230,7 +231,56 @@ def extract_verdict_object(reply: str) -> Extracted:
         )
     if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
+    conflict = _disagreeing(complete, text)
+    if conflict:
+        return Extracted(None, conflict)
     return Extracted(value, None)
+
+
+def _verdict_and_checks(value: Any) -> tuple[str | None, dict[str, str]] | None:
+    """What a top-level object says, if it reads as a review: its verdict and
+    each criterion's result. None for objects that are not reviews."""
+    if not isinstance(value, dict) or not ({"verdict", "checks"} & value.keys()):
+        return None
+    verdict = value.get("verdict")
+    results: dict[str, str] = {}
+    checks = value.get("checks")
+    for item in checks if isinstance(checks, list) else ():
+        if isinstance(item, dict) and isinstance(item.get("criterion"), str):
+            results.setdefault(item["criterion"].strip(), str(item.get("result")).strip().upper())
+    return (str(verdict).strip().upper() if verdict is not None else None), results
+
+
+def _disagreeing(complete: list[tuple[int, int, Any]], text: str) -> str | None:
+    """A reply holding two reviews that say different things is ambiguous:
+    which one the reviewer meant is not for the helper to guess (a FAIL then a
+    PASS must not count as PASS because the PASS came last). Reviews that
+    agree (an example, then the real review with the same verdict) are fine."""
+    last_start, _, last = complete[-1]
+    final = _verdict_and_checks(last)
+    if final is None:
+        return None
+    for start, _, value in complete[:-1]:
+        earlier = _verdict_and_checks(value)
+        if earlier is None:
+            continue
+        verdicts = {v for v in (earlier[0], final[0]) if v is not None}
+        clash = sorted(
+            c for c in earlier[1].keys() & final[1].keys() if earlier[1][c] != final[1][c]
+        )
+        if len(verdicts) > 1 or clash:
+            what = (
+                f"verdict {earlier[0]} on line {_line_of_text(text, start)}, "
+                f"{final[0]} on line {_line_of_text(text, last_start)}"
+                if len(verdicts) > 1
+                else f"{clash[0]} is {earlier[1][clash[0]]} in the object on line "
+                f"{_line_of_text(text, start)}, {final[1][clash[0]]} in the one on line {_line_of_text(text, last_start)}"
+            )
+            return (
+                f"the reply holds more than one review and they disagree ({what}); "
+                "it is ambiguous: send exactly one review as one JSON object"
+            )
+    return None
 
 
 def _line_of_text(text: str, pos: int) -> int:

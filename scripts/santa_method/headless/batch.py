@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
+from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
@@ -607,22 +608,19 @@ async def verify_batch(
     from santa_method.state.paths import project_root, project_rubrics_dir
 
     checked = _check_items(items, skip=set(exclude))
-    if isinstance(max_resamples, bool) or max_resamples < 0:
-        raise InputError("max_resamples must be a whole number of at least 0")
-    if max_cost_usd is not None and max_cost_usd <= 0:
-        raise InputError("max_cost_usd must be positive")
-    if systemic_min < 2:
-        raise InputError("a systemic pattern needs at least 2 failing items (systemic_min >= 2)")
-    if systemic_share is not None and not 0 < systemic_share <= 1:
-        raise InputError("systemic_share must be in (0, 1]")
-    if concurrency is not None and concurrency < 1:
-        raise InputError("concurrency must be at least 1")
-    if isinstance(reviewers, bool) or reviewers < 2:
-        raise InputError("a run needs at least 2 reviewers")
-    if isinstance(max_fixes, bool) or max_fixes < 0:
-        raise InputError("max_fixes must be a whole number of at least 0")
-    if timeout is not None and timeout <= 0:
-        raise InputError("timeout must be positive")
+    max_resamples = numbers.RESAMPLES.check(max_resamples, "max_resamples")
+    # One failing item is not a pattern: SYSTEMIC_MIN starts at 2.
+    systemic_min = numbers.SYSTEMIC_MIN.check(systemic_min, "systemic_min")
+    reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
+    max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
+    for name, value, allowed in (
+        ("max_cost_usd", max_cost_usd, numbers.BUDGET_USD),
+        ("systemic_share", systemic_share, numbers.SHARE),
+        ("concurrency", concurrency, numbers.CONCURRENCY),
+        ("timeout", timeout, numbers.TIMEOUT_S),
+    ):
+        if value is not None:
+            allowed.check(value, name)
     name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
     if max_cost_usd is not None and name in ("anthropic", "anthropic-batch"):
         from santa_method.headless.backends import prices

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from santa_method.core import assignment as texts
+from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
 from santa_method.core.schema import strict_schema
@@ -490,12 +491,12 @@ async def verify(
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
 
-    if reviewers < 2:
-        raise InputError("a run needs at least 2 reviewers")
-    if max_cost_usd is not None and max_cost_usd <= 0:
-        raise InputError("max_cost_usd must be positive")
-    if timeout is not None and timeout <= 0:
-        raise InputError("timeout must be positive")
+    reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
+    max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
+    if max_cost_usd is not None:
+        max_cost_usd = numbers.BUDGET_USD.check(max_cost_usd, "max_cost_usd")
+    if timeout is not None:
+        timeout = numbers.TIMEOUT_S.check(timeout, "timeout")
     if pre_check and not in_place and max_fixes > 0:
         raise InputError(
             "a pre-check runs on the project's files, but without in_place (--in-place) the fixes "

@@ -17,11 +17,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from santa_method.core import numbers
 from santa_method.core.errors import InputError
 from santa_method.state import paths
 
 CONFIG_NAME = "config.yaml"
-MIN_REVIEWERS = 2
 
 Models = tuple[str, ...] | Mapping[str, str] | None
 
@@ -143,25 +143,15 @@ def _rubric(value: Any, what: str, _base: Path | None) -> str:
 
 
 def _reviewers(value: Any, what: str, _base: Path | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_REVIEWERS:
-        raise InputError(
-            f"{what} must be a whole number of at least {MIN_REVIEWERS}, not {_show(value)}"
-        )
-    return value
+    return int(numbers.REVIEWERS.check(value, what))
 
 
 def _max_fixes(value: Any, what: str, _base: Path | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(f"{what} must be a whole number of at least 0, not {_show(value)}")
-    return value
+    return int(numbers.MAX_FIXES.check(value, what))
 
 
 def _budget(value: Any, what: str, _base: Path | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise InputError(f"{what} must be a positive amount in US dollars, not {_show(value)}")
-    if value != value or value == float("inf"):
-        raise InputError(f"{what} must be a finite amount in US dollars, not {_show(value)}")
-    return float(value)
+    return float(numbers.BUDGET_USD.check(value, what))
 
 
 def _pre_check(value: Any, what: str, _base: Path | None) -> str:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core import assignment as texts
+from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_text
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
@@ -361,10 +362,10 @@ def start_run(
     writes the folder leaves a logged run without state, which `santa runs`
     shows and `santa log escalate` closes.
     """
-    if isinstance(reviewers, bool) or not isinstance(reviewers, int) or reviewers < 2:
-        raise InputError("a run needs at least 2 reviewers")
-    if isinstance(max_fixes, bool) or not isinstance(max_fixes, int) or max_fixes < 0:
-        raise InputError("max_fixes must be a whole number of at least 0")
+    numbers.REVIEWERS.check(reviewers, "reviewers")
+    numbers.MAX_FIXES.check(max_fixes, "max_fixes")
+    if budget_usd is not None:
+        numbers.BUDGET_USD.check(budget_usd, "budget_usd")
     if source not in ("hook", "files", "api"):
         raise InputError("the source must be 'hook', 'files' or 'api'")
     if not spec.strip():
@@ -1367,6 +1368,7 @@ def log_event(
         raise InputError(f"'{event}' cannot be logged by hand; use one of {', '.join(LOGGABLE)}")
     for reserved in ("run_id", "event", "iteration", "ts"):
         data.pop(reserved, None)
+    numbers.check_usage(data, "the event's data")
     if event == "waive" and (
         not (data.get("key") or data.get("issue")) or not str(data.get("reason") or "").strip()
     ):

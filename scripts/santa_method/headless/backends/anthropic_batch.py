@@ -65,6 +65,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
 from santa_method.headless.backends import prices
 from santa_method.headless.backends.anthropic import AnthropicBackend
@@ -117,8 +118,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         on_progress: ProgressHook | None = None,
         **anthropic_options: Any,
     ) -> None:
-        if poll_interval <= 0:
-            raise InputError("poll_interval must be positive")
+        numbers.POLL_INTERVAL_S.check(poll_interval, "poll_interval")
         if gather_window < 0:
             raise InputError("gather_window cannot be negative")
         super().__init__(**anthropic_options)
