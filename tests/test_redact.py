@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
+import string
 
 import pytest
 from hypothesis import given, settings
@@ -221,3 +223,126 @@ def test_the_speed_gates_are_implied_by_the_plugins_own_keywords() -> None:
         assert any(w in alternative for w in GATES["IbmCloudIamDetector"]), alternative
     ibm = 'ibm_cloud_iam_api_key = "abcdefghijklmnopqrstuvwxyz0123456789ABCD_-"'
     assert "abcdefghij" not in redact_text(ibm)
+
+
+# --- secrets quoted alone (no KEY= context), and what must survive them ---------
+
+BARE_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PEM_BODY = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n"
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        BARE_AWS_SECRET,
+        f"The output hard-codes {BARE_AWS_SECRET} as the secret.",
+        f'quote: "{BARE_AWS_SECRET}"',
+        PEM_BODY.splitlines()[0],
+        f"line 4 reads `{PEM_BODY.splitlines()[1]}`",
+        "token Xy7Qp2Lk9Rt4Vb6Nm1Zc8Wd3Fg5Hj0Ks2Lq7Pw4Er9Ty6Ui1Op3As5Df8Gh2Jk4 leaked",
+        "base64url 3q2-7wAbCdEfGh_IjKlMnOpQrStUvWxYz0123456789",
+    ],
+)
+def test_a_secret_quoted_without_its_key_is_redacted(text: str) -> None:
+    out = redact_text(text)
+    assert "[REDACTED:High Entropy Token]" in out
+    for token in text.replace("`", " ").replace('"', " ").split():
+        if len(token) >= 32:
+            assert token not in out
+
+
+def test_every_line_of_a_pem_body_quoted_alone_is_redacted() -> None:
+    out = redact_text(PEM_BODY)
+    assert out == "[REDACTED:High Entropy Token]\n[REDACTED:High Entropy Token]\n"
+
+
+def test_random_base64_secrets_are_caught() -> None:
+    """Not luck with one example: keys drawn at random (seeded) of the usual lengths."""
+    rng = random.Random(11)
+    alphabet = string.ascii_letters + string.digits + "+/"
+    missed = [
+        key
+        for length in (40, 44, 64)
+        for key in ("".join(rng.choice(alphabet) for _ in range(length)) for _ in range(200))
+        if key in redact_text(f"see {key} here")
+    ]
+    assert missed == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 9fceb02d0ae598e95dc970b74767f19372d61af8 fixed it",  # a git SHA
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",  # sha256
+        "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855",
+        "3f2b8c1e-4d5a-4b6c-8e7f-9a0b1c2d3e4f",
+        "run 20261201-210319-ab12cd, batch b-20261201-210319-0a1b2c",
+        "scripts/santa_method/headless/backends/anthropic_batch.py",
+        "test_rubric_hash_is_sha256_of_canonical_json",
+        "ThisIsAVeryLongCamelCaseIdentifierName12",
+        "x86_64-unknown-linux-gnu-toolchain-for-release-2024",
+        "https://github.com/owner/santa-method/blob/main/README.md#limits-of-the-method",
+    ],
+)
+def test_digests_ids_and_identifiers_survive(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_santas_own_tokens_survive() -> None:
+    from santa_method.core.assignment import boundary_for, new_token
+    from santa_method.state.runs import _new_run_id
+
+    for _ in range(200):
+        for token in (new_token(), new_token(32), boundary_for("x"), _new_run_id()):
+            assert redact_text(f"santa-canary: {token}") == f"santa-canary: {token}"
+
+
+def test_redact_json_redacts_every_string_and_keeps_the_shape() -> None:
+    from santa_method.state.redact import redact_json
+
+    data = {"quote": BARE_AWS_SECRET, "n": 3, "list": [PEM_BODY], "sha": SHA}
+    out = redact_json(data)
+    assert BARE_AWS_SECRET not in json.dumps(out)
+    assert out["n"] == 3 and out["sha"] == SHA and list(out) == list(data)
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        AWS,
+        GITHUB,
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+        "sk_live_abcdefghijklmnopqrstuvwx",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "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",
+        "AKCp8ihpFnGZpiPTdBWfDyTW1QH7WdpF6AuhiTnLj5kj8JZ9y2EHKHg9jHmYrhG5A8oHPFNDD",
+    ],
+)
+def test_the_plugin_gate_lets_every_plugin_format_through(secret: str) -> None:
+    """Plugins are skipped on text that cannot hold what they find; each
+    format they know still reaches them."""
+    from santa_method.state.redact import _could_hold_plugin_secret
+
+    line = f"value {secret} here"
+    assert _could_hold_plugin_secret(line, line.lower())
+    assert secret not in redact_text(line)
+
+
+def test_plain_verdict_text_does_not_load_detect_secrets() -> None:
+    """The detectors' import costs more than all of `santa validate`: text
+    that cannot hold a plugin's secret must not pay for it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from santa_method.state.redact import redact_text\n"
+        "redact_text('valid review, verdict PASS\\n  warning: quotes were not checked')\n"
+        "print('detect_secrets' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr

@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except SantaError as exc:
-        print(f"santa: {exc}", file=sys.stderr)
+        _say_error(f"santa: {exc}")
         return exc.exit_code
     except BrokenPipeError:
         # The reader went away before the verdict was fully printed: never
@@ -95,11 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # fail closed: a crash is never a success
         if os.environ.get("SANTA_DEBUG"):
             raise
-        print(
-            f"santa: internal error: {type(exc).__name__}: {exc} (set SANTA_DEBUG=1 for details)",
-            file=sys.stderr,
+        _say_error(
+            f"santa: internal error: {type(exc).__name__}: {exc} (set SANTA_DEBUG=1 for details)"
         )
         return 1
+
+
+def _say_error(message: str) -> None:
+    """Errors go to stderr, which CI keeps: redacted like every other output."""
+    from santa_method.cli._io import say
+
+    say(message + "\n", sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["models_option", "number_arg", "out_file", "print_json", "read_text", "split_labels"]
+__all__ = [
+    "models_option",
+    "number_arg",
+    "out_file",
+    "print_json",
+    "read_text",
+    "say",
+    "split_labels",
+]
 
 
 def number_arg(allowed: Range) -> Callable[[str], Any]:
@@ -36,7 +44,18 @@ def number_arg(allowed: Range) -> Callable[[str], Any]:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Every `--json` answer, redacted (CI logs keep what is printed)."""
+    from santa_method.state.redact import redact_json
+
+    sys.stdout.write(json.dumps(redact_json(data), indent=2, ensure_ascii=False) + "\n")
+
+
+def say(text: str, stream: Any = None) -> None:
+    """Every readable answer, redacted: what santa prints is shown to people
+    (and kept by CI), so a quoted secret must not reach it."""
+    from santa_method.state.redact import redact_text
+
+    (stream or sys.stdout).write(redact_text(text))
 
 
 def split_labels(text: str | None) -> list[str] | None:

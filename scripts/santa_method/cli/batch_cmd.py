@@ -4,12 +4,12 @@ books when Claude Code's subagents do the reviewing."""
 from __future__ import annotations
 
 import argparse
+import io
 import os
-import sys
 from typing import Any
 
 from santa_method.cli import _Parser
-from santa_method.cli._io import models_option, number_arg, print_json, read_text
+from santa_method.cli._io import models_option, number_arg, print_json, read_text, say
 from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
@@ -410,7 +410,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_readable(data: dict[str, Any]) -> None:
-    out = sys.stdout
+    out = io.StringIO()
     cost = f"${data['cost_usd']:.4f}" if data["cost_usd"] is not None else "unknown cost"
     share = data.get("cost_relative_to_all")
     if isinstance(share, float):
@@ -434,6 +434,7 @@ def _print_readable(data: dict[str, Any]) -> None:
     out.write(f"report: {data['report']}\n")
     for warning in data["warnings"]:
         out.write(f"warning: {warning}\n")
+    say(out.getvalue())
 
 
 # ---------------------------------------------------------------- inside Claude Code
@@ -505,7 +506,7 @@ def _print_view(view: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(view)
         return
-    out = sys.stdout
+    out = io.StringIO()
     if "recorded" in view:
         r = view["recorded"]
         what = r.get("status") or r.get("result")
@@ -522,6 +523,7 @@ def _print_view(view: dict[str, Any], as_json: bool) -> None:
     step = view["next"]
     if step["step"] == "done":
         out.write(f"{step['verdict']}: report {step['report']}\n")
+        say(out.getvalue())
         return
     if step["step"] == "verify":
         out.write(f"next: verify these {len(step['items'])} item(s), each with the full loop:\n")
@@ -533,3 +535,4 @@ def _print_view(view: dict[str, Any], as_json: bool) -> None:
     for item in step["items"]:
         out.write(f"  {item['id']}: {item['command']}\n")
     out.write(f"then: {view['record']}\n")
+    say(out.getvalue())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from santa_method.cli._io import number_arg, print_json, read_text, split_labels
+from santa_method.cli._io import number_arg, print_json, read_text, say, split_labels
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
@@ -111,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print(gate_text(result))
+        say(gate_text(result) + "\n")
     return 0 if result.verdict == "NICE" else 1

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
-import sys
 from typing import Any
 
-from santa_method.cli._io import models_option, number_arg, print_json, read_text
+from santa_method.cli._io import models_option, number_arg, print_json, read_text, say
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
@@ -264,7 +264,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _print_readable(result: Any) -> None:
-    out = sys.stdout
+    out = io.StringIO()
     cost = f"${result.cost_usd:.4f}" if result.cost_usd is not None else "unknown cost"
     out.write(
         f"{result.verdict}: run {result.run_id}, {result.rounds} round(s), "
@@ -295,3 +295,4 @@ def _print_readable(result: Any) -> None:
         out.write(f"report: {result.report}\n")
     for warning in result.warnings:
         out.write(f"warning: {warning}\n")
+    say(out.getvalue())

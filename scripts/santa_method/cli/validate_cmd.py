@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from santa_method.cli._io import print_json, read_text
+from santa_method.cli._io import print_json, read_text, say
 
 if TYPE_CHECKING:
     from santa_method.core.types import Rubric
@@ -49,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print(validation_text(result))
+        say(validation_text(result) + "\n")
     return 0 if result.valid else 1

@@ -33,6 +33,7 @@ from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
 from santa_method.state.paths import ensure_santa_dir, santa_dir
+from santa_method.state.redact import redact
 
 STATE_VERSION = 1
 _BATCH_ID = re.compile(r"b-\d{8}-\d{6}-[0-9a-f]{6}")
@@ -164,6 +165,8 @@ def event(batch_id: str, kind: str, **data: Any) -> None:
     """One line in the batch's own event log (its items are not runs, so
     this is not the project's iteration log)."""
     record = {"ts": runlog.now_iso(), "batch_id": batch_id, "event": kind, **data}
+    # A record like the iteration log: redacted, its ids and hashes verbatim.
+    record = redact(record, skip_keys=runlog.STRUCTURAL_FIELDS | {"batch_id", "item"})
     line = json.dumps(record, ensure_ascii=True, separators=(",", ":"))
     with open(batch_dir(batch_id) / "events.jsonl", "a", encoding="utf-8") as out:
         out.write(line + "\n")

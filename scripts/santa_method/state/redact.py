@@ -12,10 +12,16 @@ lines no per-line detector sees).
 Deliberate departures from `detect-secrets`' own scan:
 
 - The two entropy plugins (`Base64HighEntropyString`,
-  `HexHighEntropyString`) are left out. On free text they flag ordinary
-  words, and they flag exactly what the log must keep readable: sha256
-  digests, canaries, run ids. A redactor that eats `target_sha256` breaks
-  the log; the format-specific detectors catch real keys without them.
+  `HexHighEntropyString`) are left out: they look only inside quoted
+  strings, and on free text they flag exactly what the log must keep
+  readable (sha256 digests, canaries, run ids). Our own detector of bare
+  high-entropy tokens takes their place (`_BARE`, "High Entropy Token"): a
+  run of 32 or more base64 or base64url characters whose Shannon entropy
+  is at least `ENTROPY_BITS` bits a character. It catches what reviewers
+  quote without its `KEY=` context (a bare AWS secret key, one line of a
+  PEM body), and spares any token made only of hex, digits and words
+  split by `-`, `_` or `/`: git SHAs, sha256 digests, UUIDs, canaries,
+  run ids, paths and ordinary identifiers.
 - `IPPublicDetector` is left out: an address is not a credential, and
   redacting it would garble evidence quotes.
 - Plugins are called directly (`analyze_string`), never `analyze_line`, so
@@ -25,6 +31,13 @@ Deliberate departures from `detect-secrets`' own scan:
   text being redacted is untrusted and must not be able to switch redaction
   off.
 
+The detect-secrets plugins run only on a window that could hold what one
+of them finds (`_could_hold_plugin_secret`): a keyword they key on, a URL,
+or a token of 10 characters or more with a digit or an inner capital, or of
+20 or more. Importing detect-secrets
+costs more than the rest of `santa validate`, and most printed text (a
+verdict, a list of criteria) holds none of these.
+
 A regex detector's match is widened to the whole token around it (letters,
 digits, `_`, `-`, trailing `=`), because some plugins capture only a prefix
 (GitHub's pattern captures `ghp`). `detect_secrets` is imported on first
@@ -33,7 +46,9 @@ use, so importing this module costs nothing on the CLI's cold start.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -73,6 +88,19 @@ _PEM = re.compile(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
     re.DOTALL,
 )
+#: Bare tokens: 32 or more base64 / base64url characters (padding aside).
+_BARE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
+#: A part of a token that reads as an identifier, a number or a digest.
+_PLAIN_PART = re.compile(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
+#: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
+#: 100 below 4.25), of 64 about 5.2; long identifiers score 3.5 to 4.
+ENTROPY_BITS = 4.0
+#: What any detect-secrets plugin needs to find something (see above).
+_PLUGIN_WORDS = ("key", "pwd", "pw", "secret", "contrase", "private", "token", "://")
+#: "pass" matters only glued to a name (`db_pass`, `cl-pass`, `password`);
+#: the verdict word PASS on its own cannot start a plugin's match.
+_LONE_PASS = re.compile(r"(?<![\w-])pass(?![\w-])")
+_PLUGIN_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.:]{10,}")
 _TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
 _WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
 # Lines longer than this are scanned in overlapping windows so one huge
@@ -107,6 +135,12 @@ def redact_text(text: str) -> str:
     return "".join(out)
 
 
+def redact_json(value: T) -> T:
+    """`value` (JSON-shaped data) with every string redacted: what santa prints
+    with `--json` and writes as reports. Keys and non-strings pass unchanged."""
+    return redact(value)
+
+
 def redact(value: T, *, skip_keys: frozenset[str] = frozenset()) -> T:
     """Redact strings anywhere inside dicts, lists and tuples; other values pass.
 
@@ -130,12 +164,40 @@ def redact(value: T, *, skip_keys: frozenset[str] = frozenset()) -> T:
 def find_secrets(text: str) -> list[Finding]:
     """Every secret span in `text`, sorted and non-overlapping (overlaps merged)."""
     found: list[Finding] = [Finding(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
+    found += [Finding(*span, "High Entropy Token") for span in _bare_tokens(text)]
     offset = 0
     for line in text.splitlines(keepends=True):
         for start, end, kind in _scan_line(line):
             found.append(Finding(offset + start, offset + end, kind))
         offset += len(line)
     return _merge(found)
+
+
+def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
+    for m in _BARE.finditer(text):
+        token = m.group()[: m.start(1) - m.start()]
+        parts = re.split(r"[-_/]", token)
+        if all(_PLAIN_PART.fullmatch(part) for part in parts):
+            continue
+        if _entropy(token) >= ENTROPY_BITS:
+            yield m.span()
+
+
+def _entropy(token: str) -> float:
+    n = len(token)
+    return -sum(c / n * math.log2(c / n) for c in Counter(token).values())
+
+
+def _could_hold_plugin_secret(window: str, lowered: str) -> bool:
+    if any(word in lowered for word in _PLUGIN_WORDS):
+        return True
+    if lowered.count("pass") > len(_LONE_PASS.findall(lowered)):
+        return True
+    for m in _PLUGIN_TOKEN.finditer(window):
+        run = m.group()
+        if len(run) >= 20 or any(c.isdigit() or c.isupper() for c in run[1:]) or run[0].isdigit():
+            return True
+    return False
 
 
 def _scan_line(line: str) -> Iterator[tuple[int, int, str]]:
@@ -155,6 +217,8 @@ def _scan_window(line: str) -> Iterator[tuple[int, int, str]]:
         for m in pattern.finditer(line):
             yield (*m.span(1 if pattern.groups else 0), kind)
     lowered = line.lower()
+    if not _could_hold_plugin_secret(line, lowered):
+        return
     for plugin in _plugins():
         gate = GATES.get(type(plugin).__name__)
         if gate is not None and not any(word in lowered for word in gate):

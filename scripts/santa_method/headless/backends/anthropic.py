@@ -73,6 +73,35 @@ def _tokens(usage: Any) -> Tokens:
     )
 
 
+#: What the SDK raises on a reply it cannot parse: an event stream out of
+#: order or cut short (AssertionError in its accumulator), an event that is
+#: not JSON (JSONDecodeError), a message missing its fields.
+_UNREADABLE = (AssertionError, ValueError, LookupError, TypeError, AttributeError)
+
+
+@contextlib.contextmanager
+def unreadable_reply() -> Iterator[None]:
+    """A reply the backend cannot read is a backend failure (exit 3, with the
+    reason), never an internal error and never a verdict."""
+    try:
+        yield
+    except _UNREADABLE as exc:
+        detail = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
+        raise BackendError(
+            f"the Anthropic API sent a reply that cannot be read ({type(exc).__name__}: {detail})"
+        ) from None
+
+
+def _check_finished(message: Any) -> None:
+    """Every finished message says why it stopped; one without a stop reason
+    is an event stream that ended early, not a reply to judge."""
+    if message.stop_reason is None:
+        raise BackendError(
+            "the Anthropic API sent a reply that cannot be read (the stream ended before the "
+            "message did: no stop reason)"
+        )
+
+
 def _text(message: Any) -> str:
     return "".join(
         getattr(b, "text", "") for b in message.content if getattr(b, "type", "") == "text"
@@ -166,6 +195,10 @@ class AnthropicBackend:
             ) from None
         except anthropic.APIConnectionError:
             raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
+        except anthropic.APIResponseValidationError:
+            raise BackendError(
+                "the Anthropic API sent a reply that cannot be read (it does not match the API's shape)"
+            ) from None
         except anthropic.APIStatusError as exc:
             message = _msg(exc)
             # Only a request that is too big fails the same way every time;
@@ -178,7 +211,7 @@ class AnthropicBackend:
 
     async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
         client = self._client_for(timeout)
-        with self._api_errors(client, timeout):
+        with self._api_errors(client, timeout), unreadable_reply():
             async with client.messages.stream(**params) as stream:
                 started = False
                 async for _event in stream:
@@ -216,20 +249,22 @@ class AnthropicBackend:
 
     def _review_reply(self, message: Any, model: str) -> ReviewReply:
         """A ReviewReply from a Messages API message (an SDK object or attribute view)."""
-        tokens = _tokens(message.usage)
-        failure = None
-        if message.stop_reason == "max_tokens":
-            failure = f"the reply was cut off at max_tokens ({self.max_tokens})"
-        elif message.stop_reason == "refusal":
-            failure = "the model refused to review"
-        answered = message.model or model
-        return ReviewReply(
-            text=_text(message),
-            tokens=tokens,
-            cost_usd=self._cost(answered, tokens),
-            model=answered,
-            failure=failure,
-        )
+        with unreadable_reply():
+            _check_finished(message)
+            tokens = _tokens(message.usage)
+            failure = None
+            if message.stop_reason == "max_tokens":
+                failure = f"the reply was cut off at max_tokens ({self.max_tokens})"
+            elif message.stop_reason == "refusal":
+                failure = "the model refused to review"
+            answered = message.model or model
+            return ReviewReply(
+                text=_text(message),
+                tokens=tokens,
+                cost_usd=self._cost(answered, tokens),
+                model=answered,
+                failure=failure,
+            )
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
         params = self._review_params(request)
@@ -255,14 +290,17 @@ class AnthropicBackend:
         # fixer's answer, and resuming would only pay for it again.
         for attempt in (1, 2):
             message = await self._call(params, request.timeout, None)
-            tokens = tokens + _tokens(message.usage)
+            with unreadable_reply():
+                _check_finished(message)
+                tokens = tokens + _tokens(message.usage)
+                text = _text(message)
             if message.stop_reason == "max_tokens":
                 raise BackendError(
                     f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})",
                     transient=False,
                 )
             try:
-                data = json.loads(_text(message))
+                data = json.loads(text)
                 output = data["output"]
                 report = data.get("report") or []
                 if not isinstance(output, str):
