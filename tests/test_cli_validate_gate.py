@@ -276,7 +276,7 @@ def test_gate_examples_readable_form(run) -> None:
         (["gate", "b.json", "c.json", "--labels", "x"], "--labels"),
         (["gate", "b.json", "c.json", "--labels", "x,x"], "--labels"),
         (["gate", "b.json", "c.json", "--rubric", "no-such-rubric"], "rubric"),
-        (["gate", "b.json", "c.json", "--iteration", "two"], "invalid int"),
+        (["gate", "b.json", "c.json", "--iteration", "two"], "expected a whole number"),
         (["gate", "b.json", "c.json", "--bogus"], "unrecognized"),
         (["gate", "-", "-"], "stdin"),
     ],

@@ -8,6 +8,7 @@ from pathlib import Path
 from santa_method.cli._io import number_arg, print_json, read_text, say, split_labels
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
+from santa_method.core.files import MAX_REVIEW_BYTES, check_file
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--labels names {len(labels)} reviewers for {len(args.reviews)} reviews"
             )
+        for review in args.reviews:
+            if review != "-":  # refused up front: a loop cannot be resolved, a FIFO blocks
+                check_file(review, "review", MAX_REVIEW_BYTES)
         if len({str(Path(r).resolve()) for r in args.reviews if r != "-"}) < sum(
             1 for r in args.reviews if r != "-"
         ):
@@ -101,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("only one review can come from stdin")
         output = read_text(args.against, "output") if args.against else None
         rubric = load_rubric_arg(args.rubric or _configured_rubric())
-        replies = [read_text(path, "review") for path in args.reviews]
+        replies = [read_text(path, "review", MAX_REVIEW_BYTES) for path in args.reviews]
         if len({r.strip() for r in replies}) < len(replies):
             raise InputError(
                 "two of the review files are identical; each reviewer needs its own review"

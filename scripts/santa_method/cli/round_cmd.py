@@ -240,9 +240,8 @@ def _start(args: argparse.Namespace) -> Any:
     )
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     if args.against:
+        read_text(args.against, "output")  # refused up front, like every file a user names
         path = Path(args.against).resolve()
-        if not path.is_file():
-            raise InputError(f"cannot read output '{args.against}': no such file")
         target = {"kind": "file", "path": str(path)}
     else:
         runs.check_rev(args.against_diff, str(root))

@@ -116,8 +116,9 @@ def _lint(args: argparse.Namespace) -> int:
     target: str | Path
     if args.file == "-":
         from santa_method.cli._io import read_text
+        from santa_method.core.files import MAX_RUBRIC_BYTES
 
-        target = read_text("-", "rubric")
+        target = read_text("-", "rubric", MAX_RUBRIC_BYTES)
         if "\n" not in target:
             target += "\n"  # one-line YAML must not be taken for a path
     elif Path(args.file).exists() or "/" in args.file or args.file.endswith(SUFFIXES):

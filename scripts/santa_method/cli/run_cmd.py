@@ -209,8 +209,7 @@ def run(args: argparse.Namespace) -> int:
     path = None
     if args.against is not None:
         path = Path(args.against)
-        if not path.is_file():
-            raise InputError(f"cannot read output '{args.against}': no such file")
+        read_text(path, "output")  # unreadable, not a file, too big: exit 2 before anything runs
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
     models = models_option(args.models, config.models)

@@ -170,6 +170,8 @@ def _jsonl_items(arg: str, strata_field: str | None) -> list[SourceItem]:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{arg} line {number} is not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise InputError(f"{arg} line {number} is nested too deeply to be an item") from None
         if not isinstance(record, dict):
             raise InputError(f"{arg} line {number} is not a JSON object")
         raw_id = record.get("id", number)
@@ -207,10 +209,15 @@ def read_items(args: list[str], strata_field: str | None = None) -> list[SourceI
                     "(their parent folder)"
                 )
             items.append(_file_item(path, strata_field))
-        elif path.exists():
-            raise InputError(f"cannot use '{arg}' as items: it is neither a file nor a folder")
         else:
-            raise InputError(f"cannot read items '{arg}': no such file or folder")
+            from santa_method.core.files import path_kind
+
+            kind = path_kind(path)
+            reason = {
+                "loop": "it is a symlink loop",
+                "other": "it is neither a file nor a folder",
+            }.get(kind, "no such file or folder")
+            raise InputError(f"cannot read items '{arg}': {reason}")
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
@@ -242,6 +249,8 @@ def read_exclusions(path: str) -> list[str]:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
+    except RecursionError:
+        raise InputError(f"exclusion file '{path}' is nested too deeply to be a list of ids") from None
     if isinstance(data, dict):
         listed = data.get("items")
         if not isinstance(listed, list):

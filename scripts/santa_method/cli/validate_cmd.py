@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from santa_method.cli._io import print_json, read_text, say
+from santa_method.core.files import MAX_REVIEW_BYTES
 
 if TYPE_CHECKING:
     from santa_method.core.types import Rubric
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.cli._render import validation_text
     from santa_method.core.review import validate_reply
 
-    reply = read_text(args.review, "review")
+    reply = read_text(args.review, "review", MAX_REVIEW_BYTES)
     output = read_text(args.against, "output") if args.against else None
     rubric = load_rubric_arg(args.rubric)
     result = validate_reply(reply, rubric=rubric, output=output, canary=args.canary)

@@ -1,28 +1,116 @@
-"""Reading the text files a user names (outputs, specs, reviews, rubrics).
+"""Reading the text files a user names (outputs, specs, reviews, rubrics, items).
 
 One place decides what an unreadable file looks like: an input error
-(exit 2) with one sentence naming the file and the reason.
+(exit 2) with one sentence naming the file and what is true about it (no
+such file, a directory, a symlink loop, permission denied, a FIFO, too big,
+not UTF-8). What is not a regular file is refused before it is opened (a
+FIFO with no writer would block for ever), and the size is checked before
+anything is read (a 200 MB rubric must fail at once, not after parsing).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from pathlib import Path
 
 from santa_method.core.errors import InputError
 
+MB = 1024 * 1024
+#: The default ceiling of a file santa reads: outputs, specs, items.
+MAX_BYTES = 64 * MB
+#: Rubrics and review replies are small by nature; anything this big is a mistake.
+MAX_RUBRIC_BYTES = 1 * MB
+MAX_REVIEW_BYTES = 8 * MB
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """Read a UTF-8 text file, or stdin for '-'."""
-    if str(path) == "-":
-        return sys.stdin.read()
+
+def check_file(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) -> int:
+    """The size of `path` if it is a regular file santa may read; else an InputError.
+
+    `stat` follows symlinks and never opens the file, so neither a FIFO nor
+    a device is touched.
+    """
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"cannot read {what} '{path}': no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read {what} '{path}': it is a directory") from None
+        info = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {_reason(path, exc)}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"cannot read {what} '{path}': it is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"cannot read {what} '{path}': {_kind(info.st_mode)}, not a regular file")
+    if info.st_size > max_bytes:
+        raise InputError(
+            f"cannot read {what} '{path}': it is {_size(info.st_size)}, more than the "
+            f"{_size(max_bytes)} santa reads as a {what}"
+        )
+    return info.st_size
+
+
+def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
+    """Read a UTF-8 text file, or stdin for '-' (at most `max_bytes` either way)."""
+    if str(path) == "-":
+        data = sys.stdin.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise InputError(f"cannot read {what} from stdin: more than {_size(max_bytes)}")
+        return data
+    check_file(path, what, max_bytes)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} '{path}': {_reason(path, exc)}") from None
+    if len(raw) > max_bytes:  # it grew after the check
+        raise InputError(f"cannot read {what} '{path}': more than {_size(max_bytes)}")
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
+
+
+def path_kind(path: str | Path) -> str:
+    """'file', 'dir', 'missing', 'loop' or 'other', without opening anything."""
+    try:
+        mode = os.stat(path).st_mode
     except OSError as exc:
-        raise InputError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
+        return "loop" if exc.errno == errno.ELOOP else "missing"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "file" if stat.S_ISREG(mode) else "other"
+
+
+def too_deep(what: str, path: str | Path | None = None) -> InputError:
+    """The one sentence for YAML or JSON nested deeper than a parser can follow."""
+    where = f" '{path}'" if path is not None else ""
+    return InputError(f"cannot read {what}{where}: it is nested too deeply to be a {what}")
+
+
+def _reason(path: str | Path, exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "it is a broken symlink" if os.path.islink(path) else "no such file"
+    if exc.errno == errno.ELOOP:
+        return "it is a symlink loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.EISDIR:
+        return "it is a directory"
+    if exc.errno == errno.ENOTDIR:
+        return "a part of its path is not a directory"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "the name is too long"
+    return exc.strerror or str(exc)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "it is a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "it is a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "it is a device"
+    return "it is a special file"
+
+
+def _size(n: int) -> str:
+    return f"{n / MB:.0f} MB" if n >= MB else f"{n:,} bytes"

@@ -31,7 +31,7 @@ from typing import Any, Literal, overload
 
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
-from santa_method.core.files import read_text
+from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text
 from santa_method.core.types import Criterion, Rubric
 
 __all__ = [
@@ -157,6 +157,8 @@ def _load_yaml(text: str) -> tuple[Any, str | None]:
         return None, f"invalid YAML: {exc.problem}{where}"
     except yaml.YAMLError as exc:
         return None, f"invalid YAML: {_squash(str(exc))}"
+    except RecursionError:
+        return None, "the YAML is nested too deeply to be a rubric"
 
 
 def is_vague(condition: str) -> bool:
@@ -393,8 +395,9 @@ class _Resolver:
             path = Path(ref).expanduser()
             if not path.is_absolute() and base_dir is not None:
                 path = base_dir / path
-            if not path.is_file():
+            if path_kind(path) == "missing" and not path.is_symlink():
                 raise InputError(f"the rubric file '{ref}' does not exist")
+            check_file(path, "rubric", MAX_RUBRIC_BYTES)  # a loop, a folder, a FIFO, too big
             return path.resolve()
         if not _RUBRIC_NAME.match(ref):
             raise InputError(f"'{ref}' is neither a rubric name nor a path to a .yaml file")
@@ -423,7 +426,7 @@ class _Resolver:
     def doc(self, path: Path) -> _Doc:
         key = str(path)
         if key not in self.docs:
-            text = read_text(path, "rubric")
+            text = read_text(path, "rubric", MAX_RUBRIC_BYTES)
             self.add(_parse(text, key, self.labels.get(key, f"'{path}'")))
         return self.docs[key]
 
@@ -587,9 +590,12 @@ def lint_report(
     resolver = _Resolver(search_dirs)
     self_path: Path | None = None
     if isinstance(target, os.PathLike) or ("\n" not in target and _looks_like_path(target)):
+        check_file(Path(target).expanduser(), "rubric", MAX_RUBRIC_BYTES)
         self_path = Path(target).expanduser().resolve()
         source = os.fspath(target)
-        doc = resolver.add(_parse(read_text(self_path, "rubric"), str(self_path), f"'{source}'"))
+        doc = resolver.add(
+            _parse(read_text(self_path, "rubric", MAX_RUBRIC_BYTES), str(self_path), f"'{source}'")
+        )
         base_dir: Path | None = self_path.parent
     else:
         source = "<text>"
@@ -661,7 +667,7 @@ def list_rubrics(search_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Rub
                     found[name] = _replace_shadows(found[name])
                 continue
             try:
-                doc = _parse(read_text(path, "rubric"), str(path), str(path))
+                doc = _parse(read_text(path, "rubric", MAX_RUBRIC_BYTES), str(path), str(path))
             except InputError as exc:
                 found[name] = RubricInfo(name, source, path, "", error=str(exc))
                 continue

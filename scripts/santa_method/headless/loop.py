@@ -428,9 +428,10 @@ def _working_copy(
 ) -> tuple[Path, str | None]:
     """Where the loop's fixes go: the user's file only with in_place."""
     if isinstance(output, os.PathLike):
+        from santa_method.core.files import check_file
+
+        check_file(output, "output")
         source = Path(output).resolve()
-        if not source.is_file():
-            raise InputError(f"cannot read output '{output}': no such file")
         if in_place:
             return source, None
         folder = santa / "work" / secrets.token_hex(6)

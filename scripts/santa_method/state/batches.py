@@ -301,15 +301,12 @@ def item_text(item: BatchItem) -> str:
     if item.path is None:
         text = item.text or ""
     else:
+        from santa_method.core.files import read_text
+
         try:
-            text = Path(item.path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"cannot read item '{item.id}': no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            reason = "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else str(exc)
-            raise InputError(
-                f"cannot verify item '{item.id}': {reason}; leave it out with --exclude"
-            ) from None
+            text = read_text(item.path, "item")
+        except InputError as exc:
+            raise InputError(f"{exc}; leave it out with --exclude") from None
     if not text.strip():
         raise InputError(
             f"item '{item.id}' is empty: there is nothing to verify; leave it out with --exclude"

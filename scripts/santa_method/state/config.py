@@ -91,14 +91,12 @@ def config_path(project_root: str | os.PathLike[str] | None = None) -> Path:
 
 def load_config(project_root: str | os.PathLike[str] | None = None) -> Config:
     """Read the project's config; a missing file (or an empty one) means the defaults."""
+    from santa_method.core.files import MAX_RUBRIC_BYTES, path_kind, read_text
+
     path = config_path(project_root)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if path_kind(path) == "missing" and not path.is_symlink():
         return Config()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or "it is not readable UTF-8 text"
-        raise InputError(f"cannot read the config '{path}': {reason}") from None
+    text = read_text(path, "the config", MAX_RUBRIC_BYTES)
     return parse_config(text, source=str(path), base_dir=path.parent.parent)
 
 
@@ -112,6 +110,8 @@ def parse_config(text: str, *, source: str = CONFIG_NAME, base_dir: Path | None 
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
         raise InputError(f"the config '{source}' is not valid YAML{at}") from None
+    except RecursionError:
+        raise InputError(f"the config '{source}' is nested too deeply to be a config") from None
     if data is None:
         return Config()
     if not isinstance(data, dict):

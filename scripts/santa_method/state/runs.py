@@ -46,7 +46,7 @@ from typing import Any
 from santa_method.core import assignment as texts
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
-from santa_method.core.files import read_text
+from santa_method.core.files import MAX_REVIEW_BYTES, read_text
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.gate import default_labels, gate
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
@@ -887,7 +887,7 @@ def _fill_from_files(
         )
     for label, path in zip(targets, files, strict=True):
         current["slots"][label] = {
-            "reply": read_text(path, "review"),
+            "reply": read_text(path, "review", MAX_REVIEW_BYTES),
             "file": path,
             "stored": _now(),
         }

@@ -1,0 +1,197 @@
+"""Bad input files are usage errors, never crashes or hangs (issue 11, items 9
+and 10): deep nesting, symlink loops, unreadable files, directories, FIFOs
+and files too big, each exit 2 with one sentence naming the file and what
+is wrong. Every command is called in-process through the CLI's main()."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from _reviews import pass_review
+from santa_method.cli import main
+from santa_method.core import files
+
+DEEP = 100_000
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
+    for name in ("SANTA_LOG", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SANTA_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / ".santa").mkdir()
+    (tmp_path / "out.md").write_text("# Title\n\nText.\n", encoding="utf-8")
+    (tmp_path / "spec.md").write_text("A title and some text.\n", encoding="utf-8")
+    (tmp_path / "b.json").write_text(json.dumps(pass_review()), encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
+    (tmp_path / "items.jsonl").write_text('{"id": "1", "output": "x"}\n', encoding="utf-8")
+    return tmp_path
+
+
+def one_sentence(capsys: pytest.CaptureFixture[str], code: int) -> str:
+    _out, err = capsys.readouterr()
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("santa: "), err
+    assert "internal error" not in err and "Traceback" not in err
+    return lines[0]
+
+
+# Where each command reads a user's file: `{}` is the bad file.
+READERS = {
+    "rubric lint": ["rubric", "lint", "{}"],
+    "gate rubric": ["gate", "b.json", "c.json", "--rubric", "{}"],
+    "gate review": ["gate", "{}", "c.json"],
+    "gate output": ["gate", "b.json", "c.json", "--against", "{}"],
+    "validate": ["validate", "{}"],
+    "round start spec": ["round", "start", "--against", "out.md", "--spec", "{}"],
+    "round start output": ["round", "start", "--against", "{}", "--spec", "spec.md"],
+    "round start rubric": [
+        "round",
+        "start",
+        "--against",
+        "out.md",
+        "--spec-text",
+        "x",
+        "--rubric",
+        "{}",
+    ],
+    "run spec": ["run", "--against", "out.md", "--spec", "{}"],
+    "run output": ["run", "--against", "{}", "--spec-text", "x"],
+    "run rubric": ["run", "--against", "out.md", "--spec-text", "x", "--rubric", "{}"],
+    "sample items": ["sample", "{}"],
+    "sample exclude": ["sample", "items.jsonl", "--exclude", "{}"],
+    "batch items": ["batch", "{}", "--spec-text", "x"],
+    "batch spec": ["batch", "items.jsonl", "--spec", "{}"],
+}
+
+
+def _call(name: str, path: Path | str) -> int:
+    return main([str(path) if a == "{}" else a for a in READERS[name]])
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_symlink_loop_is_named(project: Path, capsys, name: str) -> None:
+    loop = project / "loop.yaml"
+    loop.symlink_to(project / "loop.yaml")
+    assert "symlink loop" in one_sentence(capsys, _call(name, loop))
+
+
+# A folder of items is valid ITEMS, so the item readers are left out here.
+@pytest.mark.parametrize("name", sorted(n for n in READERS if not n.endswith(" items")))
+def test_a_directory_is_a_directory(project: Path, capsys, name: str) -> None:
+    folder = project / "folder.yaml"
+    folder.mkdir()
+    sentence = one_sentence(capsys, _call(name, folder))
+    assert "directory" in sentence and "no such file" not in sentence
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_fifo_with_no_writer_is_refused_without_blocking(
+    project: Path, capsys, name: str
+) -> None:
+    fifo = project / "pipe.yaml"
+    os.mkfifo(fifo)
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(_call(name, fifo)), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # unblock the reader so the test run can end, then fail
+        with open(fifo, "w"):
+            pass
+        worker.join(timeout=5)
+        pytest.fail(f"{name} blocked on a FIFO with no writer")
+    sentence = one_sentence(capsys, result[0])
+    assert "FIFO" in sentence or "neither a file nor a folder" in sentence
+
+
+# `santa sample` lists file items without reading them: an unreadable one is no error there.
+@pytest.mark.parametrize("name", sorted(n for n in READERS if n != "sample items"))
+def test_an_unreadable_file_is_permission_denied(
+    project: Path, capsys, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # Tests run as root, for whom chmod 000 changes nothing: the read itself
+    # is made to fail the way it does for an ordinary user.
+    target = project / "secret.yaml"
+    target.write_text("name: x\n", encoding="utf-8")
+    real_open = open
+
+    def guarded(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.fspath(path) == str(target) or Path(os.fspath(path)).name == "secret.yaml":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(files, "open", guarded, raising=False)
+    monkeypatch.setattr("builtins.open", guarded)
+    assert "permission denied" in one_sentence(capsys, _call(name, target))
+
+
+def test_a_200_mb_rubric_fails_fast_before_it_is_read(project: Path, capsys) -> None:
+    big = project / "big.yaml"
+    with open(big, "wb") as handle:  # sparse: 200 MB long, nothing written
+        handle.truncate(200 * 1024 * 1024)
+    for args in (["rubric", "lint", str(big)], ["gate", "b.json", "c.json", "--rubric", str(big)]):
+        sentence = one_sentence(capsys, main(args))
+        assert "200 MB" in sentence and "more than" in sentence
+
+
+DEEP_YAML = "[" * DEEP + "]" * DEEP
+DEEP_JSON = '{"a": ' * DEEP + "1" + "}" * DEEP
+
+
+@pytest.mark.parametrize(
+    ("where", "args", "text"),
+    [
+        ("gate", ["gate", "b.json", "c.json", "--rubric", "deep.yaml"], DEEP_YAML),
+        (
+            "round start",
+            ["round", "start", "--against", "out.md", "--spec-text", "x", "--rubric", "deep.yaml"],
+            DEEP_YAML,
+        ),
+        (
+            "run",
+            ["run", "--against", "out.md", "--spec-text", "x", "--rubric", "deep.yaml"],
+            DEEP_YAML,
+        ),
+        ("sample", ["sample", "deep.jsonl"], DEEP_JSON + "\n"),
+        ("sample exclude", ["sample", "items.jsonl", "--exclude", "deep.json"], DEEP_JSON),
+        ("batch", ["batch", "deep.jsonl", "--spec-text", "x"], DEEP_JSON + "\n"),
+    ],
+)
+def test_deep_nesting_is_a_usage_error(
+    project: Path, capsys, where: str, args: list[str], text: str
+) -> None:
+    for name in ("deep.yaml", "deep.jsonl", "deep.json"):
+        (project / name).write_text(text, encoding="utf-8")
+    assert "nested too deeply" in one_sentence(capsys, main(args))
+
+
+def test_rubric_lint_reports_deep_nesting_as_its_finding(project: Path, capsys) -> None:
+    """Lint judges the rubric it is given: too deep is its answer (exit 1, like
+    invalid YAML), one line naming the file, never a crash."""
+    (project / "deep.yaml").write_text(DEEP_YAML, encoding="utf-8")
+    assert main(["rubric", "lint", "deep.yaml"]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == "deep.yaml: error: the YAML is nested too deeply to be a rubric"
+    assert "Traceback" not in err
+
+
+def test_deep_nesting_in_the_config_is_a_usage_error(project: Path, capsys) -> None:
+    (project / ".santa" / "config.yaml").write_text(DEEP_YAML, encoding="utf-8")
+    for args in (["gate", "b.json", "c.json"], ["run", "--against", "out.md", "--spec-text", "x"]):
+        assert "nested too deeply" in one_sentence(capsys, main(args))
+
+
+def test_deep_nesting_in_log_data_is_a_usage_error(project: Path, capsys) -> None:
+    data = "[" * DEEP + "]" * DEEP
+    assert "nested too deeply" in one_sentence(
+        capsys, main(["log", "generate", "--run", "r", "--data", data])
+    )
