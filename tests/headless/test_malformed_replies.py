@@ -37,8 +37,7 @@ BROKEN = {
     # A delta for a content block that was never opened.
     "no-block": (
         "text/event-stream",
-        _START
-        + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":3,'
+        _START + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":3,'
         b'"delta":{"type":"text_delta","text":"x"}}\n\n',
     ),
     "empty": ("text/event-stream", b""),

@@ -250,7 +250,9 @@ def read_exclusions(path: str) -> list[str]:
     except json.JSONDecodeError:
         data = None
     except RecursionError:
-        raise InputError(f"exclusion file '{path}' is nested too deeply to be a list of ids") from None
+        raise InputError(
+            f"exclusion file '{path}' is nested too deeply to be a list of ids"
+        ) from None
     if isinstance(data, dict):
         listed = data.get("items")
         if not isinstance(listed, list):

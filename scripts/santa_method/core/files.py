@@ -14,7 +14,6 @@ import errno
 import os
 import stat
 import sys
-from pathlib import Path
 
 from santa_method.core.errors import InputError
 
@@ -26,7 +25,7 @@ MAX_RUBRIC_BYTES = 1 * MB
 MAX_REVIEW_BYTES = 8 * MB
 
 
-def check_file(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) -> int:
+def check_file(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> int:
     """The size of `path` if it is a regular file santa may read; else an InputError.
 
     `stat` follows symlinks and never opens the file, so neither a FIFO nor
@@ -48,7 +47,7 @@ def check_file(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES)
     return info.st_size
 
 
-def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) -> str:
+def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> str:
     """Read a UTF-8 text file, or stdin for '-' (at most `max_bytes` either way)."""
     if str(path) == "-":
         data = sys.stdin.read(max_bytes + 1)
@@ -69,7 +68,7 @@ def read_text(path: str | Path, what: str = "file", max_bytes: int = MAX_BYTES) 
         raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
 
 
-def path_kind(path: str | Path) -> str:
+def path_kind(path: str | os.PathLike[str]) -> str:
     """'file', 'dir', 'missing', 'loop' or 'other', without opening anything."""
     try:
         mode = os.stat(path).st_mode
@@ -80,13 +79,13 @@ def path_kind(path: str | Path) -> str:
     return "file" if stat.S_ISREG(mode) else "other"
 
 
-def too_deep(what: str, path: str | Path | None = None) -> InputError:
+def too_deep(what: str, path: str | os.PathLike[str] | None = None) -> InputError:
     """The one sentence for YAML or JSON nested deeper than a parser can follow."""
     where = f" '{path}'" if path is not None else ""
     return InputError(f"cannot read {what}{where}: it is nested too deeply to be a {what}")
 
 
-def _reason(path: str | Path, exc: OSError) -> str:
+def _reason(path: str | os.PathLike[str], exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
         return "it is a broken symlink" if os.path.islink(path) else "no such file"
     if exc.errno == errno.ELOOP:
