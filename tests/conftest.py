@@ -12,8 +12,12 @@ from e2e.conftest import claude_cli, claude_env, run_claude, stub_server
 
 __all__ = ["claude_cli", "claude_env", "run_claude", "stub_server"]
 
+import json
+from pathlib import Path
 
 import pytest
+
+from _reviews import pass_review
 
 # Variables by which the helper knows it runs inside Claude Code. A developer
 # may run these tests from a Claude Code session; each test sets them itself
@@ -25,3 +29,20 @@ _CLAUDE_CODE_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_E
 def _outside_claude_code(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _CLAUDE_CODE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with a good file of each kind `_readers.READERS` names."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
+    for name in ("SANTA_LOG", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SANTA_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / ".santa").mkdir()
+    (tmp_path / "out.md").write_text("# Title\n\nText.\n", encoding="utf-8")
+    (tmp_path / "spec.md").write_text("A title and some text.\n", encoding="utf-8")
+    (tmp_path / "b.json").write_text(json.dumps(pass_review()), encoding="utf-8")
+    (tmp_path / "c.json").write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
+    (tmp_path / "items.jsonl").write_text('{"id": "1", "output": "x"}\n', encoding="utf-8")
+    return tmp_path

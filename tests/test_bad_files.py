@@ -6,34 +6,23 @@ is wrong. Every command is called in-process through the CLI's main()."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 import threading
 from pathlib import Path
 
 import pytest
 
-from _reviews import pass_review
+from _readers import LOG_READERS, READERS
 from santa_method.cli import main
 from santa_method.core import files
 
 DEEP = 100_000
+EVERY = READERS | LOG_READERS
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    for name in ("SANTA_LOG", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SANTA_BACKEND"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / ".santa").mkdir()
-    (tmp_path / "out.md").write_text("# Title\n\nText.\n", encoding="utf-8")
-    (tmp_path / "spec.md").write_text("A title and some text.\n", encoding="utf-8")
-    (tmp_path / "b.json").write_text(json.dumps(pass_review()), encoding="utf-8")
-    (tmp_path / "c.json").write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
-    (tmp_path / "items.jsonl").write_text('{"id": "1", "output": "x"}\n', encoding="utf-8")
-    return tmp_path
+def project(user_files: Path) -> Path:
+    return user_files
 
 
 def one_sentence(capsys: pytest.CaptureFixture[str], code: int) -> str:
@@ -45,40 +34,11 @@ def one_sentence(capsys: pytest.CaptureFixture[str], code: int) -> str:
     return lines[0]
 
 
-# Where each command reads a user's file: `{}` is the bad file.
-READERS = {
-    "rubric lint": ["rubric", "lint", "{}"],
-    "gate rubric": ["gate", "b.json", "c.json", "--rubric", "{}"],
-    "gate review": ["gate", "{}", "c.json"],
-    "gate output": ["gate", "b.json", "c.json", "--against", "{}"],
-    "validate": ["validate", "{}"],
-    "round start spec": ["round", "start", "--against", "out.md", "--spec", "{}"],
-    "round start output": ["round", "start", "--against", "{}", "--spec", "spec.md"],
-    "round start rubric": [
-        "round",
-        "start",
-        "--against",
-        "out.md",
-        "--spec-text",
-        "x",
-        "--rubric",
-        "{}",
-    ],
-    "run spec": ["run", "--against", "out.md", "--spec", "{}"],
-    "run output": ["run", "--against", "{}", "--spec-text", "x"],
-    "run rubric": ["run", "--against", "out.md", "--spec-text", "x", "--rubric", "{}"],
-    "sample items": ["sample", "{}"],
-    "sample exclude": ["sample", "items.jsonl", "--exclude", "{}"],
-    "batch items": ["batch", "{}", "--spec-text", "x"],
-    "batch spec": ["batch", "items.jsonl", "--spec", "{}"],
-}
-
-
 def _call(name: str, path: Path | str) -> int:
-    return main([str(path) if a == "{}" else a for a in READERS[name]])
+    return main([str(path) if a == "{}" else a for a in EVERY[name]])
 
 
-@pytest.mark.parametrize("name", sorted(READERS))
+@pytest.mark.parametrize("name", sorted(EVERY))
 def test_a_symlink_loop_is_named(project: Path, capsys, name: str) -> None:
     loop = project / "loop.yaml"
     loop.symlink_to(project / "loop.yaml")
@@ -86,7 +46,7 @@ def test_a_symlink_loop_is_named(project: Path, capsys, name: str) -> None:
 
 
 # A folder of items is valid ITEMS, so the item readers are left out here.
-@pytest.mark.parametrize("name", sorted(n for n in READERS if not n.endswith(" items")))
+@pytest.mark.parametrize("name", sorted(n for n in EVERY if not n.endswith(" items")))
 def test_a_directory_is_a_directory(project: Path, capsys, name: str) -> None:
     folder = project / "folder.yaml"
     folder.mkdir()
@@ -94,7 +54,7 @@ def test_a_directory_is_a_directory(project: Path, capsys, name: str) -> None:
     assert "directory" in sentence and "no such file" not in sentence
 
 
-@pytest.mark.parametrize("name", sorted(READERS))
+@pytest.mark.parametrize("name", sorted(EVERY))
 def test_a_fifo_with_no_writer_is_refused_without_blocking(
     project: Path, capsys, name: str
 ) -> None:

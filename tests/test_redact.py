@@ -294,10 +294,10 @@ def test_digests_ids_and_identifiers_survive(text: str) -> None:
 
 def test_santas_own_tokens_survive() -> None:
     from santa_method.core.assignment import boundary_for, new_token
-    from santa_method.state.runs import _new_run_id
+    from santa_method.state.runs import new_run_id
 
     for _ in range(200):
-        for token in (new_token(), new_token(32), boundary_for("x"), _new_run_id()):
+        for token in (new_token(), new_token(32), boundary_for("x"), new_run_id()):
             assert redact_text(f"santa-canary: {token}") == f"santa-canary: {token}"
 
 

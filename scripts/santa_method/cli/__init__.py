@@ -50,7 +50,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        print(f"santa: error: {message}", file=sys.stderr)
+        _say_error(f"santa: error: {message}")
         raise SystemExit(2)
 
 

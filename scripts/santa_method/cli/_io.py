@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "echo",
     "models_option",
     "number_arg",
     "out_file",
@@ -56,6 +57,11 @@ def say(text: str, stream: Any = None) -> None:
     from santa_method.state.redact import redact_text
 
     (stream or sys.stdout).write(redact_text(text))
+
+
+def echo(text: object = "", file: Any = None) -> None:
+    """`print` for the sub-commands, redacted like `say` (one line, newline added)."""
+    say(f"{text}\n", file)
 
 
 def split_labels(text: str | None) -> list[str] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from santa_method import INSTALL_HINT
-from santa_method.cli._io import print_json
+from santa_method.cli._io import echo, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,11 +36,13 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_json())
         return 0
     for rel in result.written:
-        print(f"wrote      {rel}")
+        echo(f"wrote      {rel}")
     for rel in result.kept:
-        print(f"kept       {rel} (changed locally; --force to replace)")
-    print(f"settings   .claude/settings.json {result.settings}")
+        echo(f"kept       {rel} (changed locally; --force to replace)")
+    echo(f"settings   .claude/settings.json {result.settings}")
     if not result.written and not result.kept:
-        print("already up to date")
-    print(f"the hooks need the helper in this repository's environment; if it is missing, {INSTALL_HINT}")
+        echo("already up to date")
+    echo(
+        f"the hooks need the helper in this repository's environment; if it is missing, {INSTALL_HINT}"
+    )
     return 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from santa_method.cli._io import print_json
+from santa_method.cli._io import echo, print_json
 from santa_method.core.errors import InputError
 
 EVENTS = ("fix", "ship", "escalate", "escape", "waive", "generate")
@@ -94,12 +94,12 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json(record)
         else:
-            print(needs_input_text(args.run, record))
+            echo(needs_input_text(args.run, record))
         return 1
     if args.json:
         print_json(record)
     else:
-        print(f"logged {args.event} for run {args.run}")
+        echo(f"logged {args.event} for run {args.run}")
     return 0
 
 

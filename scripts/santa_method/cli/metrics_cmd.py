@@ -56,7 +56,7 @@ def parse_since(text: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.cli._io import print_json
+    from santa_method.cli._io import echo, print_json
     from santa_method.state import log
     from santa_method.state.config import resolve_log_path
     from santa_method.state.metrics import compute
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_log_path(args.log)
     read = log.read(path)
     for warning in read.warnings():
-        print(f"santa: warning: {warning}", file=sys.stderr)
+        echo(f"santa: warning: {warning}", file=sys.stderr)
     result = compute(read.records, since=since)
     if args.json:
         print_json(
@@ -193,6 +193,12 @@ def _print_reviewers(console: Any, result: dict[str, Any]) -> None:
         console.print(table)
     asked = result.get("needs_input") or {}
     if asked.get("questions"):
+        from santa_method.state.redact import redact_text
+
         console.print(f"runs stopped for input: {asked['runs']}", highlight=False)
         for q in asked["questions"]:
-            console.print(f"  - run {q['run_id']}: {q['question']}", highlight=False, markup=False)
+            console.print(
+                f"  - run {q['run_id']}: {redact_text(str(q['question']))}",
+                highlight=False,
+                markup=False,
+            )

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from santa_method.cli._io import number_arg, print_json, read_text
+from santa_method.cli._io import echo, number_arg, print_json, read_text
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
 
@@ -120,13 +120,13 @@ def run(args: argparse.Namespace) -> int:
         print_json(data)
     else:
         kind = "re-review of" if opened.rereview else "opened"
-        print(f"run {opened.run_id}: {kind} round {opened.round}")
+        echo(f"run {opened.run_id}: {kind} round {opened.round}")
         if rubric is not None:
-            print(f"rubric: {rubric['name']} ({rubric['why']})")
-        print(f"assignment: {opened.assignment}")
-        print(f"reviewers to spawn now: {len(opened.open_slots)} ({', '.join(opened.open_slots)})")
-        print("give each reviewer exactly this instruction:")
-        print(opened.instruction)
+            echo(f"rubric: {rubric['name']} ({rubric['why']})")
+        echo(f"assignment: {opened.assignment}")
+        echo(f"reviewers to spawn now: {len(opened.open_slots)} ({', '.join(opened.open_slots)})")
+        echo("give each reviewer exactly this instruction:")
+        echo(opened.instruction)
     return 0
 
 
@@ -273,15 +273,15 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(info)
         return 0
-    print(f"run {info['run_id']}: {info['status']}, round {info['round']}, target {info['target']}")
+    echo(f"run {info['run_id']}: {info['status']}, round {info['round']}, target {info['target']}")
     last = info["last_gate"]
     if info["round_open"]:
         filled = ", ".join(info["filled_slots"]) or "none"
-        print(
+        echo(
             f"round {info['round']} is open: replies in {filled}; open {', '.join(info['open_slots'])}"
         )
     if last:
-        print(f"last gate: round {last['round']}, {last['verdict']}, next {last['next']}")
+        echo(f"last gate: round {last['round']}, {last['verdict']}, next {last['next']}")
     if info["next_step"]:
-        print(f"next: {info['next_step']}")
+        echo(f"next: {info['next_step']}")
     return 0

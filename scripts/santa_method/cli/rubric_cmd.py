@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from santa_method.cli._io import echo
+
 _RESOLUTION = (
     "Rubric names resolve in the project's .santa/rubrics/NAME.yaml first, then among the "
     "packaged rubrics (base, code, content, regulated); a value with a '/' or a .yaml/.yml "
@@ -92,7 +94,7 @@ def _list(args: argparse.Namespace) -> int:
     for info in infos:
         source = f"{info.source}, shadows packaged" if info.shadows else info.source
         text = f"INVALID: {info.error}" if info.error else info.description
-        print(f"{info.name:<{width}}  [{source}]  {text}")
+        echo(f"{info.name:<{width}}  [{source}]  {text}")
     return 0
 
 
@@ -136,11 +138,11 @@ def _lint(args: argparse.Namespace) -> int:
     else:
         name = "-" if args.file == "-" else str(target)
         for error in report.errors:
-            print(f"{name}: error: {error}")
+            echo(f"{name}: error: {error}")
         for warning in report.warnings:
-            print(f"{name}: warning: {warning}")
+            echo(f"{name}: warning: {warning}")
         if report.ok:
-            print(f"{name}: ok ({report.criteria} criteria)")
+            echo(f"{name}: ok ({report.criteria} criteria)")
     return 0 if report.ok else 1
 
 

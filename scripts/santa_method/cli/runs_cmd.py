@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from santa_method.cli._io import print_json
+from santa_method.cli._io import echo, print_json
 from santa_method.core.errors import InputError
 
 _BRIEF_FIELDS = ("verdict", "next", "label", "valid", "reason", "target", "description", "key")
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _warn(warnings: list[str]) -> None:
     for w in warnings:
-        print(f"santa: warning: {w}", file=sys.stderr)
+        echo(f"santa: warning: {w}", file=sys.stderr)
 
 
 def _print_open_round(run_id: str) -> None:
@@ -55,8 +55,8 @@ def _print_open_round(run_id: str) -> None:
     except (SantaError, OSError, KeyError, ValueError):
         return  # the run's folder is gone or unreadable: the log is all there is
     if info["instruction"]:
-        print(f"round {info['round']} is open; give each reviewer exactly this instruction:")
-        print(info["instruction"])
+        echo(f"round {info['round']} is open; give each reviewer exactly this instruction:")
+        echo(info["instruction"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         for e in events:
             brief = ", ".join(f"{k}={e[k]}" for k in _BRIEF_FIELDS if k in e)
-            print(f"{e.get('ts', '')}  round {e.get('iteration')}  {e['event']:<9} {brief}")
+            echo(f"{e.get('ts', '')}  round {e.get('iteration')}  {e['event']:<9} {brief}")
         _print_open_round(args.run_id)
         return 0
     if args.run_id:
@@ -90,16 +90,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print("no runs recorded")
+        echo("no runs recorded")
     else:
         for r in rows:
-            print(
+            echo(
                 f"{r['run_id']}  {r['started'][:19]}  rounds {r['rounds']}  "
                 f"{r['outcome']:<11} {r['target']}"
             )
         for r in rows:
             if r["outcome"] == "interrupted":
-                print(_interrupted_line(r))
+                echo(_interrupted_line(r))
     return 0
 
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from santa_method.cli._io import number_arg
+from santa_method.cli._io import echo, number_arg
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
@@ -234,7 +234,7 @@ def warn_unknown_exclusions(exclude: list[str], items: list[Any]) -> None:
     unknown = [i for i in exclude if i not in known]
     if unknown:
         shown = ", ".join(unknown[:5]) + (" ..." if len(unknown) > 5 else "")
-        print(
+        echo(
             f"santa: warning: {len(unknown)} excluded id(s) match no item: {shown}",
             file=sys.stderr,
         )
@@ -300,5 +300,5 @@ def run(args: argparse.Namespace) -> int:
         print_json(plan.to_json())
     else:
         lines = [f"{plan.statement()} (seed {plan.seed})", *plan.items]
-        print("\n".join(lines))
+        echo("\n".join(lines))
     return 0

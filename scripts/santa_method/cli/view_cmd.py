@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from santa_method.cli._io import echo
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -59,11 +61,11 @@ def run(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         raise InputError(f"cannot write the page: {exc.strerror or exc}") from None
-    print(
+    echo(
         f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): {written.runs} runs, "
         f"{written.batches} batches"
     )
-    print(f"open {written.path.resolve().as_uri()}")
+    echo(f"open {written.path.resolve().as_uri()}")
     if args.open:
         import webbrowser
 

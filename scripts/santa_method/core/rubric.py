@@ -119,11 +119,13 @@ def _yaml_loader() -> type:
     """A safe loader that refuses duplicate keys.
 
     PyYAML silently keeps the last of two `pass:` keys; in a rubric that
-    hides an authoring mistake, so it is an error here.
+    hides an authoring mistake, so it is an error here. The parser is
+    libyaml's where PyYAML has it: the pure-Python scanner takes seconds
+    over a few hundred nested brackets, libyaml stops at its nesting limit at once.
     """
     import yaml
 
-    class _Loader(yaml.SafeLoader):
+    class _Loader(fast_safe_loader()):  # type: ignore[misc]
         pass
 
     def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -146,12 +148,26 @@ def _yaml_loader() -> type:
     return _Loader
 
 
+def fast_safe_loader() -> type:
+    """PyYAML's safe loader on libyaml when installed (it is, in PyYAML's wheels)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def yaml_too_deep(exc: Exception) -> bool:
+    """A YAML error that means nesting past the parser's limit (libyaml's, or Python's stack)."""
+    return isinstance(exc, RecursionError) or "nesting depth" in str(exc)
+
+
 def _load_yaml(text: str) -> tuple[Any, str | None]:
     import yaml
 
     try:
         return yaml.load(text, Loader=_yaml_loader()), None  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
+        if yaml_too_deep(exc):
+            return None, "the YAML is nested too deeply to be a rubric"
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         return None, f"invalid YAML: {exc.problem}{where}"

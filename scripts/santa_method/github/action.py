@@ -29,9 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from santa_method.core import numbers
+from santa_method.core.errors import InputError as SantaInputError
 from santa_method.core.errors import SantaError
+from santa_method.core.files import read_text
+from santa_method.core.numbers import Range
 from santa_method.github.comments import Client, GitHubError
 from santa_method.headless.change import Change
+from santa_method.state.atomic import replace_text
+from santa_method.state.redact import redact_text
 
 VERDICTS = ("NICE", "NAUGHTY", "ESCALATED", "ACCEPTED", "SKIPPED", "ERROR")
 # Worst first: the job's verdict is the worst of its runs'.
@@ -54,30 +60,15 @@ def _lines(text: str) -> list[str]:
     return _words(rows[0]) if len(rows) == 1 else rows
 
 
-def _whole(name: str, text: str, low: int) -> int | None:
+def _number(name: str, text: str, allowed: Range) -> Any:
+    """An input's number through the one rule every santa number follows
+    (`core.numbers`): finite and in range, or the Action stops before anything runs."""
     if not text.strip():
         return None
     try:
-        value = int(text.strip())
-    except ValueError:
-        raise InputError(f"input {name} must be a whole number, not {text.strip()!r}") from None
-    if value < low:
-        raise InputError(f"input {name} must be at least {low}, not {value}")
-    return value
-
-
-def _usd(name: str, text: str) -> float | None:
-    if not text.strip():
-        return None
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise InputError(
-            f"input {name} must be a number of dollars, not {text.strip()!r}"
-        ) from None
-    if not (value > 0 and value < float("inf")):
-        raise InputError(f"input {name} must be a positive, finite number of dollars")
-    return value
+        return allowed.parse(text.strip(), f"input {name}")
+    except SantaInputError as e:
+        raise InputError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -141,11 +132,11 @@ class Inputs:
             spec=get("spec").strip(),
             spec_text=get("spec-text"),
             rubric=get("rubric").strip(),
-            reviewers=_whole("reviewers", get("reviewers"), 2),
+            reviewers=_number("reviewers", get("reviewers"), numbers.REVIEWERS),
             models=get("models").strip(),
             backend=backend,
-            max_fixes=_whole("max-fixes", get("max-fixes"), 0) or 0,
-            budget_usd=_usd("budget-usd", get("budget-usd")),
+            max_fixes=_number("max-fixes", get("max-fixes"), numbers.MAX_FIXES) or 0,
+            budget_usd=_number("budget-usd", get("budget-usd"), numbers.BUDGET_USD),
             fail_on=frozenset(fail_on - {"NONE"}),
             on_missing_key=missing,
             comment=comment == "true",
@@ -183,8 +174,10 @@ class Context:
         path = env.get("GITHUB_EVENT_PATH", "")
         if path:
             try:
-                loaded = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
+                loaded = json.loads(read_text(path, "event file"))
+            except SantaInputError as e:
+                raise InputError(str(e)) from None
+            except (ValueError, RecursionError) as e:
                 raise InputError(f"cannot read the event file {path}: {e}") from None
             event = loaded if isinstance(loaded, dict) else {}
         return cls(
@@ -366,7 +359,7 @@ def _write_summary(ctx: Context, text: str) -> None:
 
 
 def _annotate(level: str, message: str) -> None:
-    print(f"::{level} title=santa-method::{' '.join(message.split())}")
+    print(f"::{level} title=santa-method::{' '.join(redact_text(message).split())}")
 
 
 def _worst(outcomes: Sequence[Outcome]) -> str:
@@ -438,10 +431,10 @@ def run(env: Mapping[str, str]) -> int:
         _report(outcome, "sarif", child, out=part)
         sarifs.append(json.loads(part.read_text(encoding="utf-8")))
     body = "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
-    report_path.write_text(body, encoding="utf-8")
+    replace_text(report_path, body)
     sarif_out = ""
     if sarifs:
-        sarif_path.write_text(json.dumps(merge_sarif(sarifs), indent=2), encoding="utf-8")
+        replace_text(sarif_path, json.dumps(merge_sarif(sarifs), indent=2))
         sarif_out = str(sarif_path)
     _write_summary(ctx, body)
     _comment(inputs, ctx, body)

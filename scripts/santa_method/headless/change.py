@@ -24,6 +24,7 @@ from typing import Any
 
 from santa_method.core import assignment as texts
 from santa_method.core.errors import InputError
+from santa_method.core.files import read_text
 from santa_method.core.locate import changed_paths, parse_diff, places_of
 from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
@@ -100,10 +101,7 @@ async def fix_change(
             notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
             continue
         file = change.root / path
-        try:
-            content = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the changed file {path}: {exc}") from None
+        content = read_text(file, "changed file")
         assignment = texts.fixer_assignment(
             run_id=run_id,
             round_number=round_number,

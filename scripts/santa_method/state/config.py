@@ -104,9 +104,13 @@ def parse_config(text: str, *, source: str = CONFIG_NAME, base_dir: Path | None 
     """A Config from YAML text; relative `log` paths are taken from `base_dir` (the project root)."""
     import yaml
 
+    from santa_method.core.rubric import fast_safe_loader, yaml_too_deep
+
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=fast_safe_loader())
     except yaml.YAMLError as exc:
+        if yaml_too_deep(exc):
+            raise InputError(f"the config '{source}' is nested too deeply to be a config") from None
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
         raise InputError(f"the config '{source}' is not valid YAML{at}") from None

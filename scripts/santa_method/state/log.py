@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import InputError
+from santa_method.core.files import check_file, path_kind
 from santa_method.state import fastjson
 from santa_method.state.redact import redact
 
@@ -226,6 +227,11 @@ def read(path: str | os.PathLike[str]) -> LogRead:
     (a directory, no permission).
     """
     target = Path(path)
+    kind = path_kind(target)
+    if kind == "missing":
+        return LogRead(target)
+    if kind != "file":  # a FIFO would block the open for ever; a loop or a folder is named
+        check_file(target, "the log")
     try:
         with open(target, "rb") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_SH)

@@ -145,14 +145,7 @@ def check_rev(rev: str, cwd: str) -> None:
 def read_target(target: dict[str, Any]) -> str:
     """The current content under review: the file, or the diff recomputed now."""
     if target["kind"] == "file":
-        try:
-            return Path(target["path"]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(
-                f"cannot read the target '{target['path']}': {exc.strerror or exc}"
-            ) from None
-        except UnicodeDecodeError:
-            raise InputError(f"the target '{target['path']}' is not UTF-8 text") from None
+        return read_text(target["path"], "target")
     rev = target["rev"]
     if rev.startswith("-"):
         raise InputError(f"'{rev}' is not a git revision")
