@@ -7,8 +7,11 @@ as a real reviewer does.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +19,7 @@ import pytest
 
 from e2e.stub_server import Json, first_user_text
 
+from .broken_streams import BROKEN
 from .scripted import CRITERIA
 
 _CANARY = re.compile(r"santa-canary: ([0-9a-f]+)\s*$")
@@ -76,3 +80,34 @@ def target(project: Path) -> Path:
     path = project / "README.md"
     path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def broken_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A Messages API on loopback answering every request with `BROKEN[request.param]`."""
+    content_type, body = BROKEN[request.param]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client gave up on the reply first
+                self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.handle_error = lambda *args: None  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    try:
+        yield request.param
+    finally:
+        server.shutdown()
+        server.server_close()

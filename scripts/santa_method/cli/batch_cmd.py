@@ -301,7 +301,11 @@ class _Progress:
             self.bar.advance(self.task)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        say = self.console.print
+        from santa_method.state.redact import redact_text
+
+        def say(text: str) -> None:  # CI keeps stderr: redacted like every other output
+            self.console.print(redact_text(text))
+
         if kind == "batch_start":
             what = "resuming batch" if data["resumed"] else "batch"
             say(

@@ -163,7 +163,11 @@ class _LiveView:
         self.console = Console(stderr=True, highlight=False, quiet=quiet)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        say = self.console.print
+        from santa_method.state.redact import redact_text
+
+        def say(text: str) -> None:  # CI keeps stderr: redacted like every other output
+            self.console.print(redact_text(text))
+
         if kind == "run_start":
             say(
                 f"[bold]run {data['run_id']}[/]: {data['reviewers']} reviewers, backend {data['backend']}"

@@ -22,7 +22,8 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from santa_method.core.errors import BackendError
+from santa_method.core import numbers
+from santa_method.core.errors import BackendError, InputError
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -58,26 +59,74 @@ def _sdk() -> Any:
     return claude_agent_sdk
 
 
+def _count(value: Any, what: str) -> int:
+    """A token count the CLI reported: a whole number in range, or a backend error."""
+    if value is None:
+        return 0
+    try:
+        return int(numbers.TOKENS.check(value, what))
+    except InputError as exc:
+        raise BackendError(f"Claude Code's result cannot be read: {exc}") from None
+
+
 def _tokens(result: Any) -> Tokens:
     usage_by_model = getattr(result, "model_usage", None) or {}
+    if not isinstance(usage_by_model, Mapping):
+        raise BackendError("Claude Code's result cannot be read: modelUsage is not an object")
     if usage_by_model:
         total = Tokens()
-        for usage in usage_by_model.values():
-            get = usage.get if isinstance(usage, Mapping) else lambda k, u=usage: getattr(u, k, 0)
+        for model, usage in usage_by_model.items():
+            if not isinstance(usage, Mapping):
+                raise BackendError(
+                    f"Claude Code's result cannot be read: the usage of {model!r} is not an object"
+                )
             total = total + Tokens(
-                int(get("inputTokens") or 0),
-                int(get("outputTokens") or 0),
-                int(get("cacheReadInputTokens") or 0),
-                int(get("cacheCreationInputTokens") or 0),
+                *(
+                    _count(usage.get(key), f"{model} {key}")
+                    for key in (
+                        "inputTokens",
+                        "outputTokens",
+                        "cacheReadInputTokens",
+                        "cacheCreationInputTokens",
+                    )
+                )
             )
         return total
     usage = getattr(result, "usage", None) or {}
+    if not isinstance(usage, Mapping):
+        raise BackendError("Claude Code's result cannot be read: usage is not an object")
     return Tokens(
-        int(usage.get("input_tokens") or 0),
-        int(usage.get("output_tokens") or 0),
-        int(usage.get("cache_read_input_tokens") or 0),
-        int(usage.get("cache_creation_input_tokens") or 0),
+        *(
+            _count(usage.get(key), key)
+            for key in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        )
     )
+
+
+def _cost(result: Any) -> float | None:
+    """The CLI's cost estimate: None, or a finite, non-negative number of dollars."""
+    cost = getattr(result, "total_cost_usd", None)
+    if cost is None:
+        return None
+    try:
+        return float(numbers.COST_USD.check(cost, "total_cost_usd"))
+    except InputError as exc:
+        raise BackendError(f"Claude Code's result cannot be read: {exc}") from None
+
+
+def _answer(result: Any) -> str:
+    """The session's final text ('' when it gave none)."""
+    text = getattr(result, "result", None)
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise BackendError("Claude Code's result cannot be read: its answer is not text")
+    return text
 
 
 def _new_part(
@@ -107,7 +156,18 @@ def _new_part(
 
 def _model(result: Any, fallback: str | None) -> str | None:
     usage_by_model = getattr(result, "model_usage", None) or {}
-    return next(iter(usage_by_model), fallback)
+    return next((m for m in usage_by_model if isinstance(m, str)), fallback)
+
+
+def _said(result: Any) -> str:
+    """The first line of what an error result says ('API Error: ...'), or ''."""
+    text = getattr(result, "result", None) if getattr(result, "is_error", False) else None
+    return _first_line(text) if isinstance(text, str) else ""
+
+
+def _first_line(text: object) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0][:200] if lines else ""
 
 
 def _error_sentence(status: int | None, detail: str) -> str:
@@ -173,14 +233,23 @@ class ClaudeBackend:
             status = getattr(exc, "api_error_status", None) or getattr(
                 result, "api_error_status", None
             )
-            detail = getattr(exc, "subtype", None) or str(exc).splitlines()[0][:200]
+            detail = _said(result) or getattr(exc, "subtype", None) or _first_line(exc)
             raise BackendError(_error_sentence(status, str(detail))) from None
         except sdk.ClaudeSDKError as exc:
-            raise BackendError(_error_sentence(None, str(exc).splitlines()[0][:200])) from None
+            raise BackendError(_error_sentence(None, _first_line(exc))) from None
+        except Exception as exc:  # anything else the SDK raises reading the CLI: not a verdict
+            raise BackendError(
+                f"Claude Code's reply cannot be read: {type(exc).__name__}: {_first_line(exc)}"
+            ) from None
         if result is None:
             raise BackendError("Claude Code ended without a result")
+        if not isinstance(result.subtype, str) or not isinstance(result.is_error, bool):
+            raise BackendError("Claude Code's result cannot be read: no subtype or is_error")
         if result.is_error and result.subtype != "error_max_structured_output_retries":
-            raise BackendError(_error_sentence(result.api_error_status, result.subtype))
+            status = result.api_error_status if isinstance(result.api_error_status, int) else None
+            raise BackendError(_error_sentence(status, _said(result) or result.subtype))
+        if result.session_id is not None and not isinstance(result.session_id, str):
+            raise BackendError("Claude Code's result cannot be read: the session id is not text")
         return result
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
@@ -213,11 +282,11 @@ class ClaudeBackend:
         resumed = options.resume
         tokens, cost = _new_part(
             _tokens(result),
-            result.total_cost_usd,
+            _cost(result),
             self._reported.pop(resumed, None) if resumed else None,
         )
         if result.session_id:
-            self._reported[result.session_id] = (_tokens(result), result.total_cost_usd)
+            self._reported[result.session_id] = (_tokens(result), _cost(result))
         obj = result.structured_output
         failure = None
         if result.subtype == "error_max_structured_output_retries":
@@ -226,7 +295,7 @@ class ClaudeBackend:
             failure = "the reviewer ended without a structured review (structured_output missing)"
             obj = None
         return ReviewReply(
-            text=result.result or "",
+            text=_answer(result),
             obj=obj,
             tokens=tokens,
             cost_usd=cost,
@@ -267,13 +336,19 @@ class ClaudeBackend:
                 "Edit or Write tool; do not print the whole output."
             )
             result = await self._run(prompt, options)
-            output = copy.read_text(encoding="utf-8")
+            try:
+                output = copy.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "gone"
+                raise BackendError(
+                    f"the claude fixer left its working copy unreadable ({reason})"
+                ) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         return FixReply(
             output=output,
-            notes=result.result or "",
+            notes=_answer(result),
             tokens=_tokens(result),
-            cost_usd=result.total_cost_usd,
+            cost_usd=_cost(result),
             model=_model(result, request.model),
         )
