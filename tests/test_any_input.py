@@ -133,7 +133,10 @@ def _call(args: list[str]) -> int:
     return done[0]
 
 
-def _check(code: int, err: str, args: list[str]) -> None:
+def _answers(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """santa ARGS ends in time, in an answer (the invariant above)."""
+    code = _call(args)
+    _out, err = capsys.readouterr()
     assert "Traceback" not in err and "internal error" not in err, err
     if code == 3:  # only for run and batch, and only once every file was accepted
         assert args[0] in ("run", "batch") and "no credentials" in err, err
@@ -154,9 +157,7 @@ def test_any_bytes_in_a_users_file_end_in_an_answer(user_files: Path, capsys, na
     @_seen
     def check(content: bytes) -> None:
         target.write_bytes(content)
-        code = _call(args)
-        _out, err = capsys.readouterr()
-        _check(code, err, args)
+        _answers(args, capsys)
 
     check()
 
@@ -171,9 +172,7 @@ def test_any_bytes_in_the_config_end_in_an_answer(user_files: Path, capsys) -> N
     @example(content=SEEN[1], args=commands[1])
     def check(content: bytes, args: list[str]) -> None:
         config.write_bytes(content)
-        code = _call(args)
-        _out, err = capsys.readouterr()
-        _check(code, err, args)
+        _answers(args, capsys)
 
     check()
 
@@ -191,9 +190,6 @@ def test_any_text_as_log_data_ends_in_an_answer(user_files: Path, capsys) -> Non
     @example(data=SEEN[0].decode(), event="generate")
     @example(data=SEEN[1].decode(), event="waive")
     def check(data: str, event: str) -> None:
-        args = ["log", event, "--run", "r1", f"--data={data}"]
-        code = _call(args)
-        _out, err = capsys.readouterr()
-        _check(code, err, args)
+        _answers(["log", event, "--run", "r1", f"--data={data}"], capsys)
 
     check()

@@ -18,16 +18,9 @@ from santa_method.core.numbers import BUDGET_USD, REVIEWERS, TIMEOUT_S, check_us
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty project with its own `.santa/`, no credentials, no log override."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    for name in ("SANTA_LOG", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SANTA_BACKEND"):
-        monkeypatch.delenv(name, raising=False)
-    (tmp_path / ".santa").mkdir()
-    (tmp_path / "out.md").write_text("# Title\n\nSome text.\n", encoding="utf-8")
-    return tmp_path
+def project(user_files: Path) -> Path:
+    """A project with its own `.santa/`, no credentials, no log override (conftest.py)."""
+    return user_files
 
 
 def _reviews(project: Path, b: dict, c: dict) -> list[str]:
