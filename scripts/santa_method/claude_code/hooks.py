@@ -1,5 +1,6 @@
 """Claude Code hooks that enforce the loop where the model cannot be trusted.
 
+- `pretooluse_guard` (guard.py): tool calls that would bypass the loop.
 - `pretooluse_agent`: a reviewer or fixer subagent may be spawned only with
   the helper's exact instruction for an open round (or open fix), and no
   more reviewers than the round has open slots. The main agent cannot
@@ -20,25 +21,20 @@ Every internal error ends in a refusal (PreToolUse) or a stored failed review
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Mapping
 
+from santa_method.claude_code.guard import open_run_ids, pretooluse_guard, shell_problem
 from santa_method.claude_code.protocol import (
     FIXER_AGENTS,
-    HOOK_NAMES,
     REVIEWER_AGENTS,
-    ROLES,
-    answer_text,
+    answer,
     block,
     deny,
     fail_closed,
-    read_event,
-    vendored_agent,
-    with_dependencies,
 )
 
-# Imported for type checking only: the guard's path costs nothing it does not use.
+__all__ = ["pretooluse_agent", "pretooluse_guard", "run_hook", "shell_problem", "subagent_stop"]
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -118,7 +114,7 @@ def reviewer_prompt_refusal() -> str:
     """What a main agent that changed a reviewer's prompt is told: the way
     forward that works (a second `santa round start` refuses while the round
     is open)."""
-    open_ids = _open_run_ids()
+    open_ids = open_run_ids()
     where = (
         f"`santa runs show {open_ids[0]}` prints it again"
         if len(open_ids) == 1
@@ -130,219 +126,6 @@ def reviewer_prompt_refusal() -> str:
         f"Agent tool again with that instruction, unchanged, as the prompt; {where}. Do not run "
         "`santa round start` again: it refuses while the round is open."
     )
-
-
-# --- PreToolUse guards on everything else that could bypass the loop --------
-
-_ENV_NAME = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)$")
-_ENV_ASSIGN = re.compile(r"^(?:CLAUDECODE|CLAUDE_CODE_[A-Z_]+)=")
-_WRITERS = frozenset(
-    {"tee", "sed", "cp", "mv", "rm", "truncate", "dd", "awk", "perl", "ruby", "node"}
-)
-
-
-def _tokens(command: str) -> list[str]:
-    """The command's words as the shell would see them (quotes removed), so
-    `santa 'hook' "subagent-stop"` reads like `santa hook subagent-stop`."""
-    import shlex  # only Bash commands need it
-
-    try:
-        return shlex.split(command, comments=False, posix=True)
-    except ValueError:
-        return command.split()
-
-
-def shell_problem(command: str, _depth: int = 0) -> str | None:
-    """What a shell command would do to bypass the loop, or None.
-
-    This stops the shortcuts a model takes (calling our hooks, hiding
-    Claude Code from the helper, switching to review files, rewriting the
-    run state); it cannot stop arbitrary code written to evade it, which the
-    gate's transcript checks and the README's limits address.
-    """
-    words = _tokens(command)
-    flat = " ".join(words)
-    if _depth < 4:
-        # A command handed to another shell (`bash -ec "..."`, `echo "..." |
-        # sh`, a here-string, `eval ...`) is read the same way: any quoted
-        # word that holds a command, and whatever follows `eval`.
-        inner = [w for w in words if any(c.isspace() for c in w)]
-        inner += [" ".join(words[i + 1 :]) for i, w in enumerate(words) if w == "eval"]
-        for text in inner:
-            problem = shell_problem(text, _depth + 1)
-            if problem:
-                return problem
-    for i, word in enumerate(words):
-        base = word.rsplit("/", 1)[-1]
-        if word in HOOK_NAMES or base == "santa-hook":
-            return "runs a santa hook by hand"
-        if word == "hook" and i and words[i - 1].rsplit("/", 1)[-1] in ("santa", "santa_method"):
-            return "runs a santa hook by hand"
-        if _ENV_ASSIGN.match(word) or (
-            word in ("-u", "--unset", "unset")
-            and i + 1 < len(words)
-            and _ENV_NAME.match(words[i + 1])
-        ):
-            return "changes how the helper sees Claude Code"
-        if (
-            base == "env"
-            and i + 1 < len(words)
-            and words[i + 1] in ("-i", "--ignore-environment", "-")
-        ):
-            return "changes how the helper sees Claude Code"
-        if word == "--source" and i + 1 < len(words) and words[i + 1] != "hook":
-            return "switches a run away from the reviewer hook"
-        if word.startswith("--source=") and word != "--source=hook":
-            return "switches a run away from the reviewer hook"
-    if ".santa/runs" in flat or (".santa" in flat and ("runs/" in flat or "state.json" in flat)):
-        return "touches santa's run state directly"
-    if ".santa/batches" in flat or (".santa" in flat and "batches" in flat):
-        # Only the helper itself may name a batch's files (its printed
-        # `santa round start --spec .santa/batches/...` commands): one plain
-        # `santa` call, nothing chained, redirected or substituted.
-        plain = words and words[0].rsplit("/", 1)[-1] == "santa"
-        if not plain or re.search(r"[;&|<>`$\n]", command):
-            return "touches santa's batch state directly"
-    if "log.jsonl" in flat and (
-        re.search(r">\s*\S*log\.jsonl", command)
-        or any(w.rsplit("/", 1)[-1] in _WRITERS or w.startswith("python") for w in words)
-    ):
-        return "writes santa's iteration log directly"
-    return None
-
-
-def _real(path: str) -> str:
-    return os.path.realpath(path)
-
-
-def _inside(path: str, folder: str) -> bool:
-    """Whether `path` is `folder` or lies under it (both already resolved)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _santa_dir() -> str:
-    from santa_method.state.paths import santa_home
-
-    return _real(santa_home())
-
-
-def _transcripts_dir() -> str:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return _real(os.path.join(base, "projects"))
-
-
-def _protected(path_text: str, cwd: str | None) -> str | None:
-    path = _real(os.path.join(cwd or os.getcwd(), path_text))
-    santa = _santa_dir()
-    for folder, what in (
-        (os.path.join(santa, "runs"), "santa's run state"),
-        (os.path.join(santa, "batches"), "santa's batch state"),
-        (_transcripts_dir(), "agent transcripts"),
-    ):
-        if _inside(path, folder):
-            return what
-    if os.path.basename(path) == "log.jsonl" and os.path.dirname(path) == santa:
-        return "santa's iteration log"
-    settings = [
-        (os.path.join(santa, "config.yaml"), "santa's configuration"),
-        (os.path.join(santa, "rubrics"), "santa's project rubrics"),
-    ]
-    project = _real(os.environ.get("CLAUDE_PROJECT_DIR") or cwd or os.getcwd())
-    settings += [
-        (
-            os.path.join(project, ".claude", "agents", f"{vendored_agent(role)}.md"),
-            "the santa agents",
-        )
-        for role in ROLES
-    ]
-    settings += [
-        (os.path.join(project, ".claude", name), "Claude Code's settings (its hooks)")
-        for name in ("settings.json", "settings.local.json")
-    ]
-    plugin = os.environ.get("CLAUDE_PLUGIN_ROOT")
-    if plugin:
-        settings.append((_real(plugin), "the santa-method plugin"))
-    for folder, what in settings:
-        if _inside(path, folder) and _open_run_ids():
-            return what + " (while a santa run is open)"
-    return None
-
-
-def _open_run_ids() -> list[str]:
-    from santa_method.state.open_runs import open_run_ids
-    from santa_method.state.paths import santa_home
-
-    return open_run_ids(os.path.join(santa_home(), "runs"))
-
-
-_UNQUOTE = str.maketrans("", "", "'\"\\")
-
-
-def _last_copy_problem(command: str, payload: Mapping[str, Any]) -> Reply:
-    """A new run on `last` only if the copy is the previous reply (last_reply.py)."""
-    # Only `santa round start` can open a run, however the shell (or a shell
-    # inside it) reads the command; reading it removes quotes and backslashes
-    # and nothing else. So a command without both words, once those are gone,
-    # opens no run, and every other Bash call skips the costly check.
-    plain = command.translate(_UNQUOTE)
-    if "round" not in plain or "start" not in plain:
-        return None
-    with_dependencies()  # reading the transcript redacts with detect-secrets
-    from santa_method.claude_code.last_reply import check_command
-
-    cwd = payload.get("cwd")
-    problem = check_command(
-        command, cwd if isinstance(cwd, str) else None, payload.get("transcript_path")
-    )
-    return deny(problem) if problem else None
-
-
-def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
-    try:
-        return _pretooluse_guard(payload)
-    except Exception as exc:
-        return fail_closed(
-            "pretooluse-guard",
-            payload,
-            f"santa-method could not check this tool call ({type(exc).__name__}: {exc})",
-        )
-
-
-def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
-    tool = payload.get("tool_name")
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, Mapping):
-        return None
-    if tool == "Bash":
-        command = str(tool_input.get("command") or "")
-        what = shell_problem(command)
-        if what:
-            return deny(
-                f"This command {what}, which would bypass the santa loop. Use the santa "
-                "commands the skill lists (santa round start, santa gate --run, santa log, "
-                "santa report) and let the hooks do their part."
-            )
-        return _last_copy_problem(command, payload)
-    if tool in ("Write", "Edit", "MultiEdit", "NotebookEdit"):
-        target = tool_input.get("file_path") or tool_input.get("notebook_path")
-        if isinstance(target, str) and target:
-            what = _protected(
-                target, payload.get("cwd") if isinstance(payload.get("cwd"), str) else None
-            )
-            if what:
-                return deny(
-                    f"{target} is part of {what}; only the santa helper and Claude Code write it."
-                )
-        return None
-    if tool == "SendMessage":
-        open_ids = _open_run_ids()
-        if open_ids:
-            return deny(
-                "No messages to other agents while a santa run is open "
-                f"({', '.join(open_ids)}): reviewers and the fixer see only their assignment. "
-                "Finish the run, or stop it with `santa log escalate --run ID`."
-            )
-    return None
 
 
 # --- SubagentStop for reviewers ---------------------------------------------
@@ -515,8 +298,4 @@ HANDLERS = {
 
 def run_hook(name: str, raw: str) -> str:
     """Run hook `name` on Claude Code's JSON input; return what to print."""
-    handler = HANDLERS[name]
-    payload = read_event(raw)
-    if payload is None:
-        return answer_text(fail_closed(name, None, "santa-method could not read the hook input"))
-    return answer_text(handler(payload))
+    return answer(name, HANDLERS[name], raw)

@@ -17,18 +17,20 @@ The rule, per hook, for "the hook could not decide":
   is already continuing because of a block, let it stop: nothing was
   stored, so the gate counts its review as missing. Other agents stop.
 
-Only the standard library's `json` is imported: the PreToolUse guard runs on
-every tool call of a session.
+Nothing but `hook_json` is imported (not even `json`, see there): the
+PreToolUse guard runs on every tool call of a session.
 """
 
 from __future__ import annotations
 
-import json
+from santa_method.claude_code.hook_json import dumps, loads
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
+
+    Handler = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 
 PLUGIN = "santa-method"
 ROLES = ("reviewer", "fixer")
@@ -88,7 +90,7 @@ def block(reason: str) -> dict[str, Any]:
 def read_event(raw: str) -> dict[str, Any] | None:
     """Claude Code's hook input as an object, or None when it is not one."""
     try:
-        event = json.loads(raw) if raw.strip() else {}
+        event = loads(raw) if raw.strip() else {}
     except ValueError:
         return None
     return event if isinstance(event, dict) else None
@@ -119,16 +121,29 @@ def fail_closed(hook: str, event: Mapping[str, Any] | None, reason: str) -> dict
 
 def answer_text(answer: Mapping[str, Any] | None) -> str:
     """What the hook prints: the answer's JSON, or nothing to let the call through."""
-    return json.dumps(answer) if answer is not None else ""
+    return dumps(answer) if answer is not None else ""
+
+
+def answer(hook: str, handler: Handler, raw: str) -> str:
+    """What hook `hook` prints for Claude Code's input `raw`, decided by `handler`."""
+    event = read_event(raw)
+    if event is None:
+        return answer_text(fail_closed(hook, None, "santa-method could not read the hook input"))
+    return answer_text(handler(event))
 
 
 def run(hook: str, raw: str) -> str:
     """Run hook `hook` on Claude Code's input and return what to print; never raises.
 
     The handlers are imported here, not at the top, so that a helper whose
-    hook code cannot even be imported still answers in the protocol.
+    hook code cannot even be imported still answers in the protocol. The
+    guard has a module of its own, which imports only what its checks use.
     """
     try:
+        if hook == "pretooluse-guard":
+            from santa_method.claude_code.guard import pretooluse_guard
+
+            return answer(hook, pretooluse_guard, raw)
         from santa_method.claude_code.hooks import run_hook
 
         return run_hook(hook, raw)

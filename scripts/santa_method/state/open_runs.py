@@ -14,13 +14,12 @@ unreadable) is checked in full by reading its state, and marked then if it
 has finished. A missing mark costs time, never safety. The marks live
 under `runs/`, which the guard protects like the states themselves.
 
-Only `os` and `json` are imported: this is on the guard's path.
+Only `os` is imported up front: this is on the guard's path, and `json`
+(with the `re` it brings) is imported only to read an unmarked run's state.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 
 FINISHED = ".finished"
@@ -37,12 +36,16 @@ def mark_finished(runs_dir: str, run_id: str, status: str) -> None:
     if status not in FINAL_STATUSES:
         return
     folder = os.path.join(runs_dir, FINISHED)
-    with contextlib.suppress(OSError):
+    try:
         os.makedirs(folder, exist_ok=True)
         os.close(os.open(os.path.join(folder, run_id), os.O_WRONLY | os.O_CREAT, 0o644))
+    except OSError:
+        pass
 
 
 def _status(runs_dir: str, run_id: str) -> str | None:
+    import json
+
     try:
         with open(os.path.join(runs_dir, run_id, "state.json"), encoding="utf-8") as handle:
             status = json.load(handle).get("status")
