@@ -131,7 +131,8 @@ def test_data_dir_finds_rubrics_in_the_wheel_layout(tmp_path: Path) -> None:
     package = Path(__import__("santa_method").__file__).parent
     site = tmp_path / "site"
     shutil.copytree(package, site / "santa_method", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(data_dir("rubrics"), site / "santa_method" / "_data" / "rubrics")
+    for name in ("rubrics", "schemas"):
+        shutil.copytree(data_dir(name), site / "santa_method" / "_data" / name)
     code = (
         "import santa_method, json\n"
         "from santa_method.core.data import data_dir\n"
@@ -163,6 +164,58 @@ def test_importing_the_rubric_modules_does_not_import_yaml() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+# --------------------------------------------------------------------------- the schema
+
+
+def _nodes(node: object) -> list[dict]:
+    if isinstance(node, dict):
+        return [node, *(n for v in node.values() for n in _nodes(v))]
+    if isinstance(node, list):
+        return [n for v in node for n in _nodes(v)]
+    return []
+
+
+def test_the_rubric_schema_is_valid_and_every_message_belongs_to_a_keyword() -> None:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((data_dir("schemas") / "rubric.schema.json").read_text())
+    Draft202012Validator.check_schema(schema)
+    for node in _nodes(schema):
+        for keyword in node.get("x-errors", {}):
+            assert keyword in node, (keyword, node)  # a message for a rule the node states
+        for keyword in node.get("x-errors", {}).get("required", {}):
+            assert keyword in node["required"]
+
+
+def test_every_packaged_rubric_passes_the_schema() -> None:
+    import yaml
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((data_dir("schemas") / "rubric.schema.json").read_text())
+    for path in sorted(data_dir("rubrics").glob("*.yaml")):
+        Draft202012Validator(schema).validate(yaml.safe_load(path.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            {"id": "a", "name": "n", "pass": True, "fail_signals": ["x"]},
+            "must be text, not a yes/no",
+        ),
+        ({"id": "a\n", "name": "n", "pass": "A link works.", "fail_signals": ["x"]}, "kebab-case"),
+        ({"id": "a", "name": "n", "pass": "A link works.", "fail_signals": None}, "not nothing"),
+        (
+            {"id": "a", "name": "n", "pass": "A link works.", "fail_signals": ["x", " "]},
+            "fail_signals[1] is empty",
+        ),
+    ],
+)
+def test_shape_errors_are_the_schemas_sentences(raw: dict, expected: str) -> None:
+    errors = errors_of(json.dumps({"name": "x", "criteria": [raw]}))
+    assert len(errors) == 1 and expected in errors[0], errors
 
 
 # --------------------------------------------------------------------------- lint rules

@@ -51,7 +51,6 @@ TOP_KEYS = ("name", "description", "extend", "criteria")
 CRITERION_KEYS = ("id", "name", "pass", "fail_signals")
 SUFFIXES = (".yaml", ".yml")
 
-_KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 _RUBRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -183,24 +182,24 @@ def is_vague(condition: str) -> bool:
     return not any(w not in VAGUE_WORDS and w not in STOPWORDS for w in words)
 
 
-def _text_field(raw: dict[Any, Any], key: str, where: str, what: str, errors: list[str]) -> str:
-    value = raw.get(key)
-    if value is None:
-        errors.append(f"{where}: missing {what}")
-        return ""
-    if not isinstance(value, str):
-        errors.append(
-            f"{where}: {what} must be text, not {_type_name(value)} "
-            "(quote it in YAML if it holds ': ' or ' #', or is a word like yes or no)"
-        )
-        return ""
-    value = _squash(value)
-    if not value:
-        errors.append(f"{where}: {what} is empty")
-    return value
+@cache
+def _schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
+        (data_dir("schemas") / "rubric.schema.json").read_text(encoding="utf-8")
+    )
+    return loaded
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(_schema())
 
 
 def _type_name(value: Any) -> str:
+    if value is None:
+        return "nothing"
     if isinstance(value, bool):
         return "a yes/no value"
     if isinstance(value, int | float):
@@ -212,138 +211,134 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _parse_criterion(
-    index: int, raw: Any, errors: list[str], warnings: list[str]
-) -> Criterion | None:
-    where = f"criteria[{index}]"
-    if not isinstance(raw, dict):
-        errors.append(f"{where}: must be a mapping with id, name, pass and fail_signals")
-        return None
-    cid = raw.get("id")
-    good_id: str | None = None
-    if cid is None or cid == "":
-        errors.append(f"{where}: missing id")
-    elif not isinstance(cid, str):
-        errors.append(f"{where}: id must be text, not {_type_name(cid)}")
-    elif not _KEBAB.match(cid):
-        errors.append(
-            f"{where}: id '{cid}' is not kebab-case "
-            "(lowercase letters and digits joined by single hyphens, e.g. 'error-handling')"
-        )
+def _good_id(raw: Any) -> str | None:
+    """A criterion's id when the schema accepts it (so messages can name it)."""
+    cid = raw.get("id") if isinstance(raw, dict) else None
+    pattern = _schema()["$defs"]["criterion"]["properties"]["id"]["pattern"]
+    return cid if isinstance(cid, str) and re.match(pattern, cid) else None
+
+
+# Where a problem sits, so they are listed in the order the file reads:
+# the document's own keys, then each criterion's id, name, pass and signals.
+_Place = tuple[int, int]
+_FIELD_ORDER = {k: i for i, k in enumerate(CRITERION_KEYS)}
+
+
+def _where(index: int, raw: Any) -> str:
+    cid = _good_id(raw)
+    return f"criterion '{cid}'" if cid else f"criteria[{index}]"
+
+
+def _sentences(error: Any, data: Any) -> list[tuple[_Place, str]]:
+    """The schema's own sentence(s) for one failed keyword, placed where it failed."""
+    path = list(error.absolute_path)
+    messages = error.schema.get("x-errors", {})
+    prefix, place = "", (-1, 0)
+    if len(path) >= 2 and path[0] == "criteria" and isinstance(path[1], int):
+        prefix = _where(path[1], data["criteria"][path[1]]) + ": "
+        path = path[2:]
+        place = (error.absolute_path[1], _FIELD_ORDER.get(str(path[0]), 0) if path else 0)
+    if error.validator == "required":
+        missing = [k for k in error.validator_value if k not in error.instance]
+        return [((place[0], _FIELD_ORDER[k]), prefix + messages["required"][k]) for k in missing]
+    if path and isinstance(path[-1], int):
+        field = f"{path[-2]}[{path[-1]}]"
     else:
-        good_id = cid
-        where = f"criterion '{cid}'"
-    name = _text_field(raw, "name", where, "name", errors)
-    condition = _text_field(raw, "pass", where, "pass condition", errors)
+        field = str(error.schema.get("title", ""))
+    template = messages.get(error.validator, f"{field} {error.message}")
+    text = template.format(field=field, type=_type_name(error.instance), value=error.instance)
+    return [(place, prefix + text)]
+
+
+def _criterion(
+    index: int, raw: dict[Any, Any], problems: list[tuple[_Place, str]]
+) -> Criterion | None:
+    """The criterion as written, squashed; the rules no schema states are added to `problems`."""
+    where = _where(index, raw)
+    condition = _squash(raw["pass"]) if isinstance(raw.get("pass"), str) else ""
     if condition and is_vague(condition):
-        errors.append(
-            f"{where}: the pass condition '{condition}' is made only of vague words; "
-            "say what must be true, checkable against the spec and the output"
-        )
-    signals = _parse_signals(raw.get("fail_signals"), where, errors)
-    for key in raw:
-        if key not in CRITERION_KEYS:
-            warnings.append(f"{where}: unknown key '{key}' is ignored")
-    if good_id is None:
-        return None
-    return Criterion(id=good_id, name=name, pass_=condition, fail_signals=signals)
-
-
-def _parse_signals(value: Any, where: str, errors: list[str]) -> tuple[str, ...]:
-    if value is None or value == []:
-        errors.append(f"{where}: no fail_signals; give at least one concrete sign of failure")
-        return ()
-    if not isinstance(value, list):
-        errors.append(f"{where}: fail_signals must be a list of texts, not {_type_name(value)}")
-        return ()
-    signals: list[str] = []
-    for j, item in enumerate(value):
-        if not isinstance(item, str):
-            errors.append(
-                f"{where}: fail_signals[{j}] must be text, not {_type_name(item)} "
-                "(quote it in YAML if it holds ': ' or ' #')"
+        problems.append(
+            (
+                (index, _FIELD_ORDER["pass"]),
+                f"{where}: the pass condition '{condition}' is made only of vague words; "
+                "say what must be true, checkable against the spec and the output",
             )
-        elif not _squash(item):
-            errors.append(f"{where}: fail_signals[{j}] is empty")
-        else:
-            signals.append(_squash(item))
-    return tuple(signals)
-
-
-def _parse_extend(value: Any, errors: list[str]) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list) or not all(isinstance(i, str) and i.strip() for i in items):
-        errors.append("extend must be a rubric name or a list of rubric names or paths")
-        return ()
-    return tuple(i.strip() for i in items)
+        )
+    cid = _good_id(raw)
+    if cid is None:
+        return None
+    signals = raw.get("fail_signals")
+    return Criterion(
+        id=cid,
+        name=_squash(raw["name"]) if isinstance(raw.get("name"), str) else "",
+        pass_=condition,
+        fail_signals=tuple(
+            _squash(s)
+            for s in (signals if isinstance(signals, list) else ())
+            if isinstance(s, str) and _squash(s)
+        ),
+    )
 
 
 def _parse(text: str, key: str, label: str) -> _Doc:
-    """Check one document on its own; never raises, every problem is collected."""
-    errors: list[str] = []
-    warnings: list[str] = []
+    """Check one document on its own; never raises, every problem is collected.
+
+    The shape is checked by `schemas/rubric.schema.json`, which also holds
+    each shape error's sentence; what no schema can say (vague pass
+    conditions, an id used twice, nothing to review) is checked here.
+    """
     data, yaml_error = _load_yaml(text)
     if yaml_error is not None:
         return _Doc(key, label, None, "", (), (), (yaml_error,), ())
     if data is None:
         return _Doc(key, label, None, "", (), (), ("the rubric is empty",), ())
+    problems: list[tuple[_Place, str]] = []
+    bad_extend = False
+    for error in _validator().iter_errors(data):
+        problems += _sentences(error, data)
+        bad_extend = bad_extend or list(error.absolute_path)[:1] == ["extend"]
     if not isinstance(data, dict):
-        return _Doc(
-            key,
-            label,
-            None,
-            "",
-            (),
-            (),
-            (
-                f"the rubric must be a mapping with name, description and criteria, not {_type_name(data)}",
-            ),
-            (),
+        return _Doc(key, label, None, "", (), (), tuple(m for _, m in problems), ())
+    warnings = [f"unknown top-level key '{k}' is ignored" for k in data if k not in TOP_KEYS]
+    raw_extend = data.get("extend") or ()
+    extend: tuple[str, ...] = ()
+    if not bad_extend:
+        extend = tuple(
+            e.strip() for e in ([raw_extend] if isinstance(raw_extend, str) else raw_extend)
         )
-    for top in data:
-        if top not in TOP_KEYS:
-            warnings.append(f"unknown top-level key '{top}' is ignored")
-    name = data.get("name")
-    if name is not None and not (isinstance(name, str) and name.strip()):
-        errors.append("name must be non-empty text")
-        name = None
-    description = data.get("description", "")
-    if not isinstance(description, str):
-        errors.append("description must be text")
-        description = ""
-    extend = _parse_extend(data.get("extend"), errors)
     raw_criteria = data.get("criteria")
+    listed = raw_criteria if isinstance(raw_criteria, list) else []
+    if raw_criteria in (None, []) and not extend:
+        problems.append(((-1, 1), "the rubric defines no criteria and extends no other rubric"))
     criteria: list[Criterion] = []
-    if raw_criteria is None:
-        if not extend:
-            errors.append("the rubric defines no criteria and extends no other rubric")
-    elif not isinstance(raw_criteria, list):
-        errors.append(f"criteria must be a list, not {_type_name(raw_criteria)}")
-    else:
-        if not raw_criteria and not extend:
-            errors.append("the rubric defines no criteria and extends no other rubric")
-        first_at: dict[str, int] = {}
-        for i, raw in enumerate(raw_criteria):
-            crit = _parse_criterion(i, raw, errors, warnings)
-            if crit is None:
-                continue
-            if crit.id in first_at:
-                errors.append(
-                    f"criteria[{i}]: duplicate id '{crit.id}' (first used by criteria[{first_at[crit.id]}])"
+    first_at: dict[str, int] = {}
+    for i, raw in enumerate(listed):
+        if not isinstance(raw, dict):
+            continue
+        crit = _criterion(i, raw, problems)
+        unknown = [k for k in raw if k not in CRITERION_KEYS]
+        warnings += [f"{_where(i, raw)}: unknown key '{k}' is ignored" for k in unknown]
+        if crit is None:
+            continue
+        if crit.id in first_at:
+            problems.append(
+                (
+                    (i, len(CRITERION_KEYS)),
+                    f"criteria[{i}]: duplicate id '{crit.id}' (first used by criteria[{first_at[crit.id]}])",
                 )
-                continue
-            first_at[crit.id] = i
-            criteria.append(crit)
+            )
+            continue
+        first_at[crit.id] = i
+        criteria.append(crit)
+    name, description = data.get("name"), data.get("description")
     return _Doc(
         key=key,
         label=label,
-        name=_squash(name) if isinstance(name, str) else None,
-        description=_squash(description),
+        name=_squash(name) if isinstance(name, str) and name.strip() else None,
+        description=_squash(description) if isinstance(description, str) else "",
         extend=extend,
         criteria=tuple(criteria),
-        errors=tuple(errors),
+        errors=tuple(dict.fromkeys(m for _, m in sorted(problems, key=lambda p: p[0]))),
         warnings=tuple(warnings),
     )
 
