@@ -206,7 +206,7 @@ def test_every_packaged_rubric_passes_the_schema() -> None:
             "must be text, not a yes/no",
         ),
         ({"id": "a\n", "name": "n", "pass": "A link works.", "fail_signals": ["x"]}, "kebab-case"),
-        ({"id": "a", "name": "n", "pass": "A link works.", "fail_signals": None}, "not nothing"),
+        ({"id": "a", "name": "n", "pass": "A link works.", "fail_signals": None}, "no fail_signals"),
         (
             {"id": "a", "name": "n", "pass": "A link works.", "fail_signals": ["x", " "]},
             "fail_signals[1] is empty",
