@@ -292,6 +292,26 @@ def test_digests_ids_and_identifiers_survive(text: str) -> None:
     assert redact_text(text) == text
 
 
+def test_paths_through_random_temp_folders_survive() -> None:
+    """Claude Code's and tempfile's folders have random names; the path is no key."""
+    rng = random.Random(5)
+    for _ in range(200):
+        name = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(6))
+        temp = "".join(rng.choice(string.ascii_lowercase + string.digits + "_") for _ in range(8))
+        path = (
+            f"/root/.cache/santa-method-tests/eval-{temp}/claude-eval-{name}/home/cwd"
+            "/.santa/runs/20261202-022133-8d3c84/round-1/assignment.md"
+        )
+        assert redact_text(f"Read the whole file {path} to its end") == (
+            f"Read the whole file {path} to its end"
+        )
+
+
+def test_a_key_inside_a_path_is_still_caught() -> None:
+    key = "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY9"
+    assert key not in redact_text(f"/home/me/santa-keys/{key}/old_file.txt")
+
+
 def test_santas_own_tokens_survive() -> None:
     from santa_method.core.assignment import boundary_for, new_token
     from santa_method.state.runs import new_run_id

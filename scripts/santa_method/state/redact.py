@@ -21,7 +21,9 @@ Deliberate departures from `detect-secrets`' own scan:
   quote without its `KEY=` context (a bare AWS secret key, one line of a
   PEM body), and spares any token made only of hex, digits and words
   split by `-`, `_` or `/`: git SHAs, sha256 digests, UUIDs, canaries,
-  run ids, paths and ordinary identifiers.
+  run ids, paths and ordinary identifiers. A token mixing `/` with `-` or
+  `_` is a path (no base64 value has both), so only its segments are
+  judged: a temporary folder's random name does not blank a path.
 - `IPPublicDetector` is left out: an address is not a credential, and
   redacting it would garble evidence quotes.
 - Plugins are called directly (`analyze_string`), never `analyze_line`, so
@@ -176,11 +178,24 @@ def find_secrets(text: str) -> list[Finding]:
 def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
     for m in _BARE.finditer(text):
         token = m.group()[: m.start(1) - m.start()]
-        parts = re.split(r"[-_/]", token)
-        if all(_PLAIN_PART.fullmatch(part) for part in parts):
-            continue
-        if _entropy(token) >= ENTROPY_BITS:
+        if "/" in token and ("-" in token or "_" in token):
+            # base64 spells with + and /, base64url with - and _: a token that
+            # mixes them is a path (a temp folder's random name among them),
+            # so only a segment of it can be a key.
+            offset = m.start()
+            for segment in token.split("/"):
+                if len(segment) >= 32 and _is_random(segment):
+                    yield offset, offset + len(segment)
+                offset += len(segment) + 1
+        elif _is_random(token):
             yield m.span()
+
+
+def _is_random(token: str) -> bool:
+    parts = re.split(r"[-_/]", token)
+    if all(_PLAIN_PART.fullmatch(part) for part in parts):
+        return False
+    return _entropy(token) >= ENTROPY_BITS
 
 
 def _entropy(token: str) -> float:
