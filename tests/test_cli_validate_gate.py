@@ -266,6 +266,30 @@ def test_gate_examples_readable_form(run) -> None:
     assert any("quote found in the output" in line for line in lines)
 
 
+def test_gate_without_against_says_quotes_were_not_checked(run) -> None:
+    # Nothing was looked up: no quote may read as "not found, a false positive".
+    proc = run("gate", str(EXAMPLES / "review-b.json"), str(EXAMPLES / "review-c.json"))
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    assert "  warning: quotes were not checked: no output was given (--against)" in lines
+    assert "   quote: 'Current version: 2.0.' (not checked)" in lines
+    assert "NOT found" not in proc.stdout and "false positive" not in proc.stdout
+    # validate says the same sentence for the same situation.
+    single = run("validate", str(EXAMPLES / "review-b.json"))
+    assert "quotes were not checked: no output was given (--against)" in single.stdout
+
+
+def test_gate_with_against_still_names_quotes_not_found(run, files) -> None:
+    out = files("out.md", OUTPUT)
+    b = fail_review(
+        ["factual-accuracy"], [issue("factual-accuracy", "made up", quote="text that is nowhere")]
+    )
+    c = pass_review()
+    proc = run("gate", files("b.json", reply(b)), files("c.json", reply(c)), "--against", out)
+    assert "quote NOT found in the output: suspected false positive" in proc.stdout
+    assert "not checked" not in proc.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -579,7 +579,6 @@ def test_the_pre_check_runs_before_every_fresh_round(
         ("round", "start", "--spec", "spec.md"),
         ("round", "start", "--against", "out.md"),
         ("round", "start", "--against", "missing.md", "--spec", "spec.md"),
-        ("round", "start", "--against", "out.md", "--spec", "spec.md", "--reviewers", "1"),
         ("round", "start", "--against", "out.md", "--spec", "spec.md", "--rubric", "nope"),
         ("round", "start", "--against-diff", "HEAD", "--spec", "spec.md"),
         ("log", "fix", "--run", "X", "--data", "{bad"),

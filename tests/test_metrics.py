@@ -557,11 +557,31 @@ def test_cli_since_and_env_log(
     assert json.loads(capsys.readouterr().out)["runs"]["total"] == 4
 
 
-def test_cli_missing_log_is_empty(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["metrics", "--log", str(tmp_path / "none.jsonl"), "--json"]) == 0
+def test_cli_absent_default_log_is_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No runs yet: the default log does not exist, and that is no error.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
+    monkeypatch.delenv("SANTA_LOG", raising=False)
+    assert main(["metrics", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"]["total"] == 0
-    assert main(["metrics", "--log", str(tmp_path / "none.jsonl")]) == 0
+    assert main(["metrics"]) == 0
     assert "0 runs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["metrics", "runs"])
+def test_cli_named_log_that_does_not_exist_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    # A mistyped --log must not read as "no runs yet".
+    missing = tmp_path / "missing.jsonl"
+    assert main([command, "--log", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert f"cannot read the log '{missing}': no such file" in captured.err
+    assert captured.out == ""
+    assert not missing.exists()
 
 
 def test_cli_bad_date_and_unreadable_log_exit_2(

@@ -2,7 +2,7 @@
 
     python bench/detection/run.py [--backend anthropic|claude|stub] [--models M1,M2]
         [--cases GLOB[,GLOB]] [--repeat N] [--max-fixes N] [--jobs N] [--timeout S]
-        [--max-cost-usd X] [--keep DIR] [--json] [--quiet]
+        [--budget-usd X] [--keep DIR] [--json] [--quiet]
 
 Each case under `cases/` is a spec, an output and a manifest (`case.yaml`)
 naming the rubric criterion its planted defect belongs to, or `clean` for a
@@ -65,6 +65,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import yaml  # noqa: E402
 
+from santa_method.cli._io import add_budget_option  # noqa: E402
 from santa_method.core.errors import BackendError, InputError  # noqa: E402
 from santa_method.core.gate import default_labels  # noqa: E402
 from santa_method.core.rubric import load_rubric  # noqa: E402
@@ -964,10 +965,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--jobs", type=int, default=4, help="runs at a time (default 4)")
     parser.add_argument("--timeout", type=float, help="seconds per model call")
-    parser.add_argument(
-        "--max-cost-usd",
-        type=float,
-        help="stop starting runs once this much is spent (runs under way may add up to --jobs runs)",
+    add_budget_option(
+        parser,
+        "stop starting runs once this much is spent (runs under way may add up to --jobs runs)",
     )
     parser.add_argument(
         "--keep", metavar="DIR", help="keep runs, log and reports in DIR (default: a temp folder)"
@@ -982,8 +982,8 @@ def _check_args(args: argparse.Namespace) -> tuple[list[Case], list[str] | None]
         raise InputError("--repeat and --jobs must be at least 1, --max-fixes at least 0")
     if args.timeout is not None and args.timeout <= 0:
         raise InputError("--timeout must be positive")
-    if args.max_cost_usd is not None and args.max_cost_usd <= 0:
-        raise InputError("--max-cost-usd must be positive")
+    if args.budget_usd is not None and args.budget_usd <= 0:
+        raise InputError("--budget-usd must be positive")
     cases = load_cases([p.strip() for p in args.cases.split(",") if p.strip()] or ["*"])
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     if models is not None and not 1 <= len(models) <= len(LABELS):
@@ -994,11 +994,11 @@ def _check_args(args: argparse.Namespace) -> tuple[list[Case], list[str] | None]
             raise InputError(
                 "the stub tells its reviewers apart by model: give two different models"
             )
-    if args.max_cost_usd is not None and args.backend != "claude":
+    if args.budget_usd is not None and args.backend != "claude":
         unpriced = sorted({str(m) for m in (models or [None]) if prices.price(m) is None})
         if unpriced:
             raise InputError(
-                f"no list price for {', '.join(unpriced)}: --max-cost-usd cannot be kept"
+                f"no list price for {', '.join(unpriced)}: --budget-usd cannot be kept"
             )
     return cases, models
 
@@ -1025,7 +1025,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     max_fixes=args.max_fixes,
                     jobs=args.jobs,
                     timeout=args.timeout,
-                    budget_usd=args.max_cost_usd,
+                    budget_usd=args.budget_usd,
                     project_dir=project,
                     log_path=santa / "log.jsonl",
                     progress=_progress(args.quiet),

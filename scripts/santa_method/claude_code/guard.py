@@ -285,6 +285,7 @@ def _last_copy_problem(command: str, payload: Mapping[str, Any]) -> Reply:
 
 
 def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
+    """PreToolUse on Bash, file writes and SendMessage: refuses calls that would forge santa's run state, and messages to reviewers."""
     try:
         return _pretooluse_guard(payload)
     except Exception as exc:

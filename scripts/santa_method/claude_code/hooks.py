@@ -51,6 +51,7 @@ MAX_BLOCKS = 2
 
 
 def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
+    """PreToolUse on Agent: refuses reviewer and fixer subagents not given the helper's exact instruction, and extra reviewers."""
     try:
         return _pretooluse_agent(payload)
     except Exception as exc:
@@ -148,6 +149,7 @@ def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
 
 
 def subagent_stop(payload: Mapping[str, Any]) -> Reply:
+    """SubagentStop: validates a reviewer's reply, hands errors back, and stores the reply for the gate; keeps the fixer's report."""
     if isinstance(payload, Mapping) and payload.get("agent_type") in FIXER_TYPES:
         return fixer_stop(payload)
     if not isinstance(payload, Mapping) or payload.get("agent_type") not in REVIEWER_TYPES:
@@ -289,6 +291,7 @@ def _store_failure(payload: Mapping[str, Any], found: tuple[str, int] | None, wh
     return None
 
 
+#: Every hook `santa hook NAME` runs; its help lists them from here.
 HANDLERS = {
     "pretooluse-agent": pretooluse_agent,
     "pretooluse-guard": pretooluse_guard,

@@ -42,11 +42,20 @@ class _Parser(argparse.ArgumentParser):
 
     Abbreviated options are off: `--sour files` must not mean `--source
     files` to the helper while a guard reading the command sees neither.
+    Each parser refuses arguments it does not know itself: argparse would
+    pass a sub-command's unknown flag up to the top-level parser, whose
+    usage line says nothing about the sub-command that was mistyped.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)

@@ -17,12 +17,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
+    "add_budget_option",
     "echo",
     "models_option",
     "number_arg",
     "out_file",
     "print_json",
     "read_text",
+    "require_named_log",
+    "reviewer_count",
     "say",
     "split_labels",
 ]
@@ -94,3 +97,41 @@ def out_file(value: str) -> Path:
     if not out.parent.is_dir():
         raise InputError(f"--out {value}: the folder {out.parent} does not exist")
     return out
+
+
+def require_named_log(flag: str | None, path: Any) -> None:
+    """A log the user named with --log must exist: a typo must not read as "no runs".
+    The default log (or one from SANTA_LOG or the config) may be absent: no runs yet."""
+    import os
+
+    if flag and not os.path.lexists(path):
+        raise InputError(f"cannot read the log '{path}': no such file")
+
+
+def reviewer_count(text: str) -> int:
+    """`--reviewers N`: as numbers.REVIEWERS, with the one sentence for too few."""
+    from santa_method.core import numbers
+    from santa_method.core.types import MIN_REVIEWERS, TOO_FEW_REVIEWERS
+
+    try:
+        too_few = int(text) < MIN_REVIEWERS
+    except ValueError:
+        too_few = False
+    if too_few:
+        raise argparse.ArgumentTypeError(TOO_FEW_REVIEWERS)
+    return int(number_arg(numbers.REVIEWERS)(text))
+
+
+def add_budget_option(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """`--budget-usd USD`, the one name for a money budget (as `budget_usd` in
+    the config); `--max-cost-usd`, its old spelling, still works, unlisted."""
+    from santa_method.core import numbers
+
+    amount = number_arg(numbers.BUDGET_USD)
+    parser.add_argument(
+        "--budget-usd",
+        type=amount,
+        metavar="USD",
+        help=f"{help_text} (config: budget_usd; --max-cost-usd is the old spelling)",
+    )
+    parser.add_argument("--max-cost-usd", dest="budget_usd", type=amount, help=argparse.SUPPRESS)

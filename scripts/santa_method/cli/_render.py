@@ -3,6 +3,7 @@ these run in hooks and CI logs where escape codes are noise)."""
 
 from __future__ import annotations
 
+from santa_method.core.review import UNCHECKED_QUOTES
 from santa_method.core.types import GateResult, MergedIssue, ValidationResult
 
 _EVIDENCE = {
@@ -23,14 +24,15 @@ def validation_text(result: ValidationResult) -> str:
     return "\n".join(lines)
 
 
-def _issue_lines(n: int, issue: MergedIssue) -> list[str]:
+def _issue_lines(n: int, issue: MergedIssue, checked: bool) -> list[str]:
     lines = [f"{n}. [{issue.criterion}] {issue.issue}"]
     others = issue.all_criteria[1:]
     if others:
         lines.append(f"   also breaks: {', '.join(others)}")
     lines.append(f"   flagged by {', '.join(issue.flagged_by)}")
     if issue.quote is not None:
-        lines.append(f"   quote: {issue.quote!r} ({_EVIDENCE[issue.evidence]})")
+        evidence = _EVIDENCE[issue.evidence] if checked else "not checked"
+        lines.append(f"   quote: {issue.quote!r} ({evidence})")
         lines += [f"   also quoted: {q!r}" for q in issue.all_quotes[1:]]
     elif issue.missing is not None:
         lines.append(f"   missing: {issue.missing}")
@@ -41,7 +43,9 @@ def _issue_lines(n: int, issue: MergedIssue) -> list[str]:
     return lines
 
 
-def gate_text(result: GateResult) -> str:
+def gate_text(result: GateResult, *, quotes_checked: bool = True) -> str:
+    """`quotes_checked=False` when no output was given: a quote that was never
+    looked up must not read as one that was looked up and not found."""
     lines = [f"{result.verdict}  next: {result.next}"]
     lines += [f"  - {reason}" for reason in result.reasons]
     for review in result.reviews:
@@ -51,8 +55,10 @@ def gate_text(result: GateResult) -> str:
     if result.issues:
         agreement = "" if result.agreement is None else f", agreement {result.agreement:.0%}"
         lines.append(f"problems ({len(result.issues)} merged{agreement}):")
+        if not quotes_checked and any(i.quote is not None for i in result.issues):
+            lines.append(f"  warning: {UNCHECKED_QUOTES}")
         for n, issue in enumerate(result.issues, 1):
-            lines += _issue_lines(n, issue)
+            lines += _issue_lines(n, issue, quotes_checked)
     if result.suggestions:
         lines.append("suggestions (non-blocking):")
         lines += [f"  - {s}" for s in result.suggestions]

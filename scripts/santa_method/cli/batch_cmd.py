@@ -9,7 +9,15 @@ import os
 from typing import Any
 
 from santa_method.cli import _Parser
-from santa_method.cli._io import models_option, number_arg, print_json, read_text, say
+from santa_method.cli._io import (
+    add_budget_option,
+    models_option,
+    number_arg,
+    print_json,
+    read_text,
+    reviewer_count,
+    say,
+)
 from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
@@ -34,7 +42,7 @@ criterion, the defect rate as generated (first sample) and after fixes
 (last sample) with exact 95 % intervals, the guarantee, the seed, the cost
 and its share of verifying every item.
 
---max-cost-usd: the first item (and the first screen) runs alone to learn
+--budget-usd: the first item (and the first screen) runs alone to learn
 what one costs; after that one starts only while the money left covers what
 it may cost (the dearest seen, or the mean times 1 + --max-fixes, whichever
 is more) besides those in flight. A batch that ends over budget is not
@@ -141,9 +149,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--reviewers",
-        type=number_arg(numbers.REVIEWERS),
+        type=reviewer_count,
         metavar="N",
-        help="reviewers per item (default 2)",
+        help="reviewers per item, at least 2 (default 2)",
     )
     p.add_argument(
         "--models", metavar="M1,M2", help="model per reviewer, in order; the first also fixes"
@@ -157,12 +165,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="fix rounds per item (default 3)",
     )
-    p.add_argument(
-        "--max-cost-usd",
-        type=number_arg(numbers.BUDGET_USD),
-        metavar="X",
-        help="stop (ESCALATED) before an item or screen the budget cannot pay for",
-    )
+    add_budget_option(p, "stop (ESCALATED) before an item or screen the budget cannot pay for")
     p.add_argument(
         "--timeout",
         type=number_arg(numbers.TIMEOUT_S),
@@ -384,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
             exclude=_exclusions(args),
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
             max_resamples=args.max_resamples,
-            max_cost_usd=args.max_cost_usd if args.max_cost_usd is not None else config.budget_usd,
+            max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
             timeout=args.timeout,
             in_place=args.in_place,
             resume=args.resume,

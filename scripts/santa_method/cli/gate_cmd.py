@@ -53,6 +53,10 @@ def _configured_rubric() -> str:
     return load_config().rubric
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def run(args: argparse.Namespace) -> int:
     from santa_method.cli._render import gate_text
 
@@ -92,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         labels = split_labels(args.labels)
         if labels is not None and len(labels) != len(args.reviews):
             raise InputError(
-                f"--labels names {len(labels)} reviewers for {len(args.reviews)} reviews"
+                f"--labels names {_count(len(labels), 'reviewer')} "
+                f"for {_count(len(args.reviews), 'review')}"
             )
         for review in args.reviews:
             if review != "-":  # refused up front: a loop cannot be resolved, a FIFO blocks
@@ -115,5 +120,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        say(gate_text(result) + "\n")
+        say(gate_text(result, quotes_checked=bool(args.run) or args.against is not None) + "\n")
     return 0 if result.verdict == "NICE" else 1

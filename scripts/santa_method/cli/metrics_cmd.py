@@ -16,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "mean rounds to NICE, escalation and escape rates, issues by criterion, reviewer "
             "agreement (Fleiss' kappa per criterion), recurring failures and cost, each against "
             "the method's targets where it has one. Damaged log lines are skipped with a warning. "
-            "Exit 0, or 2 for a bad date or an unreadable log."
+            "Exit 0, or 2 for a bad date, an unreadable log, or a --log that does not exist "
+            "(the default log may be absent: no runs yet)."
         ),
     )
     p.add_argument(
@@ -56,13 +57,14 @@ def parse_since(text: str | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.cli._io import echo, print_json
+    from santa_method.cli._io import echo, print_json, require_named_log
     from santa_method.state import log
     from santa_method.state.config import resolve_log_path
     from santa_method.state.metrics import compute
 
     since = parse_since(args.since)
     path = resolve_log_path(args.log)
+    require_named_log(args.log, path)
     read = log.read(path)
     for warning in read.warnings():
         echo(f"santa: warning: {warning}", file=sys.stderr)

@@ -7,7 +7,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from santa_method.cli._io import echo, number_arg, print_json, read_text
+from santa_method.cli._io import (
+    add_budget_option,
+    echo,
+    number_arg,
+    print_json,
+    read_text,
+    reviewer_count,
+)
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
 
@@ -60,9 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--rubric", metavar="R", help="rubric name or path (default: config, else base)")
     s.add_argument(
         "--reviewers",
-        type=number_arg(numbers.REVIEWERS),
+        type=reviewer_count,
         metavar="N",
-        help="independent reviewers (default 2)",
+        help="independent reviewers, at least 2 (default 2)",
     )
     s.add_argument("--models", metavar="M[,M...]", help="reviewer models, in reviewer order")
     s.add_argument(
@@ -71,12 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="fix rounds allowed (default 3)",
     )
-    s.add_argument(
-        "--budget-usd",
-        type=number_arg(numbers.BUDGET_USD),
-        metavar="USD",
-        help="escalate once this is spent",
-    )
+    add_budget_option(s, "escalate once this is spent")
     s.add_argument(
         "--source",
         choices=("hook", "files"),

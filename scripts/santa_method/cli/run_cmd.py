@@ -7,7 +7,15 @@ import io
 import os
 from typing import Any
 
-from santa_method.cli._io import models_option, number_arg, print_json, read_text, say
+from santa_method.cli._io import (
+    add_budget_option,
+    models_option,
+    number_arg,
+    print_json,
+    read_text,
+    reviewer_count,
+    say,
+)
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
 
@@ -41,7 +49,7 @@ Defaults come from .santa/config.yaml, flags override them.
 EXAMPLES = """\
 examples:
   santa run --against README.md --spec-text "Has Install, Usage and License sections"
-  santa run --against out.md --spec spec.md --models opus,sonnet --max-cost-usd 0.50 --json
+  santa run --against out.md --spec spec.md --models opus,sonnet --budget-usd 0.50 --json
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
   santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
@@ -81,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--reviewers",
-        type=number_arg(numbers.REVIEWERS),
+        type=reviewer_count,
         metavar="N",
         help="independent reviewers, at least 2 (default 2)",
     )
@@ -97,11 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="fix rounds allowed (default 3)",
     )
-    p.add_argument(
-        "--max-cost-usd",
-        type=number_arg(numbers.BUDGET_USD),
-        metavar="X",
-        help="escalate instead of starting a fix and round the budget cannot pay for "
+    add_budget_option(
+        p,
+        "escalate instead of starting a fix and round the budget cannot pay for "
         "(and stop when a model's price is unknown)",
     )
     p.add_argument(
@@ -227,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         models=models,
         backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
         max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
-        max_cost_usd=args.max_cost_usd if args.max_cost_usd is not None else config.budget_usd,
+        max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
         timeout=args.timeout,
         cache_warm=args.cache_warm,
         pre_check=args.pre_check if args.pre_check is not None else config.pre_check,

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from santa_method.cli._io import echo, print_json
+from santa_method.cli._io import echo, print_json, require_named_log
 from santa_method.core.errors import InputError
 
 _BRIEF_FIELDS = ("verdict", "next", "label", "valid", "reason", "target", "description", "key")
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.state.standing import annotate
 
     path = resolve_log_path(args.log)
+    require_named_log(args.log, path)
     if args.action == "show":
         if not args.run_id:
             raise InputError("say which run: santa runs show ID")

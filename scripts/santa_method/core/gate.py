@@ -14,9 +14,16 @@ from collections.abc import Sequence
 
 from santa_method.core.merge import flags_of, merge_flags, merge_suggestions
 from santa_method.core.review import validate_reply
-from santa_method.core.types import GateResult, Next, ReviewOutcome, Rubric, ValidationResult
+from santa_method.core.types import (
+    MIN_REVIEWERS,
+    GateResult,
+    Next,
+    ReviewOutcome,
+    Rubric,
+    ValidationResult,
+)
 
-MIN_REVIEWERS = 2
+__all__ = ["MIN_REVIEWERS", "default_labels", "gate", "gate_replies"]
 
 
 def default_labels(n: int) -> list[str]:

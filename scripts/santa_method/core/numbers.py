@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from santa_method.core.errors import InputError
+from santa_method.core.types import MIN_REVIEWERS, TOO_FEW_REVIEWERS
 
 
 class Range:
     """Whole or real numbers between `low` and `high` (inclusive unless `*_open`)."""
 
-    __slots__ = ("high", "high_open", "hint", "low", "low_open", "unit", "whole")
+    __slots__ = ("high", "high_open", "hint", "low", "low_open", "too_low", "unit", "whole")
 
     def __init__(
         self,
@@ -32,9 +33,11 @@ class Range:
         high_open: bool = False,
         unit: str = "",
         hint: str = "",
+        too_low: str = "",
     ) -> None:
         self.whole, self.low, self.high = whole, low, high
         self.low_open, self.high_open, self.unit, self.hint = low_open, high_open, unit, hint
+        self.too_low = too_low  # the one sentence for a number below `low`, if it has one
 
     def describe(self) -> str:
         """'a whole number from 2 to 50', 'a number of seconds above 0 and at most 86400'."""
@@ -67,6 +70,14 @@ class Range:
             or (isinstance(value, float) and not math.isfinite(value))
             or not self._inside(value)
         ):
+            below = (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and self.low is not None
+                and value < self.low
+            )
+            if self.too_low and below:
+                raise InputError(f"{what} is {_show(value)}: {self.too_low}")
             raise InputError(f"{what} must be {self.describe()}, not {_show(value)}")
         return value
 
@@ -97,7 +108,7 @@ def _show(value: Any) -> str:
 
 # Every setting's range, named once. Upper bounds are far above any real use
 # and there to refuse typos (`--reviewers 20000`) before anything is spent.
-REVIEWERS = Range(whole=True, low=2, high=50)
+REVIEWERS = Range(whole=True, low=MIN_REVIEWERS, high=50, too_low=TOO_FEW_REVIEWERS)
 MAX_FIXES = Range(whole=True, low=0, high=100)
 BUDGET_USD = Range(whole=False, low=0, low_open=True, high=1_000_000, unit="US dollars")
 TIMEOUT_S = Range(whole=False, low=0, low_open=True, high=86_400, unit="seconds")

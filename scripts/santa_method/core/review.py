@@ -31,6 +31,9 @@ from santa_method.core.types import (
     ValidationResult,
 )
 
+#: Said when no output was given to look quotes up in (validate and gate alike).
+UNCHECKED_QUOTES = "quotes were not checked: no output was given (--against)"
+
 _TOP_FIELDS = frozenset(tolerant_schema()["properties"])
 _CHECK_FIELDS = frozenset(tolerant_schema()["$defs"]["check"]["properties"])
 _ISSUE_FIELDS = frozenset(tolerant_schema()["$defs"]["issue"]["properties"])
@@ -226,7 +229,7 @@ def validate_object(
     if not _seed_form(obj) and review.verdict == "FAIL":
         errors += _unexplained_checks(review)
     if output is None and any(i.quote for i in review.critical_issues):
-        warnings.append("quotes were not checked: no output was given (--against)")
+        warnings.append(UNCHECKED_QUOTES)
     warnings += unverified_quote_messages(review) if output is not None else []
     return ValidationResult(not errors, tuple(errors), tuple(warnings), review)
 

@@ -17,6 +17,12 @@ Next = Literal["ship", "rereview", "fix", "escalate"]
 
 UNSPECIFIED = "unspecified"
 
+MIN_REVIEWERS = 2
+#: The one sentence for too few reviewers, wherever the number comes from.
+TOO_FEW_REVIEWERS = (
+    f"a run needs at least {MIN_REVIEWERS} reviewers: one is a second opinion, not a verification"
+)
+
 
 @dataclass(frozen=True)
 class Criterion:

@@ -230,7 +230,7 @@ def _common(inputs: Inputs) -> list[str]:
     if inputs.models:
         args += ["--models", inputs.models]
     if inputs.budget_usd is not None:
-        args += ["--max-cost-usd", repr(inputs.budget_usd)]
+        args += ["--budget-usd", repr(inputs.budget_usd)]
     return args
 
 

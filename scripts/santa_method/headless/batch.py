@@ -631,7 +631,7 @@ async def verify_batch(
         unpriced = sorted({prices.model_id(m) for m in wanted if prices.price(m) is None})
         if unpriced:
             raise InputError(
-                f"no list price is known for {', '.join(unpriced)}, so --max-cost-usd cannot be "
+                f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
                 "kept; use a model in the price table or drop the budget"
             )
     if in_place and any(i.path is None for i in checked):

@@ -528,7 +528,7 @@ async def verify(
         )
         if unpriced:
             raise InputError(
-                f"no list price is known for {', '.join(unpriced)}, so --max-cost-usd cannot be "
+                f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
                 "kept; use a model in the price table or drop the budget"
             )
     run = _Run(

@@ -51,7 +51,12 @@ from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.gate import default_labels, gate
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS, decide
 from santa_method.core.review import validate_reply
-from santa_method.core.types import GateResult, MergedIssue, Rubric, ValidationResult
+from santa_method.core.types import (
+    GateResult,
+    MergedIssue,
+    Rubric,
+    ValidationResult,
+)
 from santa_method.state import locks, transcripts
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_bytes, replace_text

@@ -1,0 +1,188 @@
+"""One vocabulary across the CLI: the same flag names, the same sentences.
+
+A newcomer who learns `--budget-usd` in one command, or why one reviewer is
+not enough, must meet the same words in every other; a mistyped flag must
+show the usage of the command that was mistyped.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from santa_method.claude_code.hooks import HANDLERS
+from santa_method.cli import build_parser, main
+from santa_method.core.errors import InputError
+from santa_method.core.types import TOO_FEW_REVIEWERS
+from santa_method.state.config import Config, parse_config
+
+SENTENCE = "a run needs at least 2 reviewers: one is a second opinion, not a verification"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
+    for name in ("SANTA_LOG", "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    (tmp_path / "out.md").write_text("# out\n", encoding="utf-8")
+    (tmp_path / "spec.md").write_text("a title\n", encoding="utf-8")
+    (tmp_path / "items").mkdir()
+    for n in range(3):
+        (tmp_path / "items" / f"{n}.md").write_text(f"item {n}\n", encoding="utf-8")
+    return tmp_path
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as stop:
+        main(list(args))
+    assert stop.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_the_sentence_is_defined_once() -> None:
+    assert TOO_FEW_REVIEWERS == SENTENCE
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("round", "start", "--against", "out.md", "--spec", "spec.md"),
+        ("run", "--against", "out.md", "--spec", "spec.md"),
+        ("batch", "items", "--spec", "spec.md"),
+    ],
+    ids=["round-start", "run", "batch"],
+)
+def test_one_reviewer_gets_the_same_sentence_on_every_command(
+    project: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
+) -> None:
+    err = usage_error(capsys, *command, "--reviewers", "1")
+    assert f"argument --reviewers: {SENTENCE}" in err
+    usage = "usage: santa " + " ".join(c for c in command[:2] if not c.startswith("-"))
+    assert err.startswith(usage.replace(" items", "")), err
+    assert not (project / ".santa" / "runs").exists()
+    assert not (project / ".santa" / "batches").exists()
+
+
+def test_one_reviewer_from_the_config_or_the_api_gets_the_sentence_too(project: Path) -> None:
+    with pytest.raises(InputError, match=SENTENCE):
+        parse_config("reviewers: 1\n")
+    with pytest.raises(InputError, match=SENTENCE):
+        Config().override(reviewers=1)
+    from santa_method.headless import verify_sync
+    from santa_method.headless.batch import verify_batch_sync
+
+    with pytest.raises(InputError, match=SENTENCE):
+        verify_sync("spec", project / "out.md", reviewers=1)
+    with pytest.raises(InputError, match=SENTENCE):
+        verify_batch_sync(sorted((project / "items").iterdir()), "spec", reviewers=1)
+
+
+def test_a_config_of_one_reviewer_refuses_round_start(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / ".santa").mkdir()
+    (project / ".santa" / "config.yaml").write_text("reviewers: 1\n", encoding="utf-8")
+    assert main(["round", "start", "--against", "out.md", "--spec", "spec.md"]) == 2
+    assert SENTENCE in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("labels", "reviews", "said"),
+    [
+        ("B", 2, "--labels names 1 reviewer for 2 reviews"),
+        ("B,C,D", 2, "--labels names 3 reviewers for 2 reviews"),
+    ],
+)
+def test_labels_count_in_words(
+    project: Path, capsys: pytest.CaptureFixture[str], labels: str, reviews: int, said: str
+) -> None:
+    files = []
+    for n in range(reviews):
+        path = project / f"r{n}.json"
+        path.write_text(f'{{"n": {n}}}', encoding="utf-8")
+        files.append(str(path))
+    assert main(["gate", *files, "--labels", labels]) == 2
+    assert said in capsys.readouterr().err
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every sub-command path, nested ones too (`round start`, `batch plan`)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.append((*path, name))
+                found += _commands(sub, (*path, name))
+    for name, sub in (getattr(parser, "subparsers", None) or {}).items():
+        found.append((*path, name))
+        found += _commands(sub, (*path, name))
+    return found
+
+
+COMMANDS = _commands(build_parser())
+
+
+def test_every_command_is_found() -> None:
+    assert {("validate",), ("round", "start"), ("batch", "plan"), ("log",)} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_a_mistyped_flag_shows_the_sub_commands_usage(
+    project: Path, capsys: pytest.CaptureFixture[str], path: tuple[str, ...]
+) -> None:
+    err = usage_error(capsys, *path, "--no-such-flag")
+    first = err.splitlines()[0]
+    assert first.startswith(f"usage: santa {' '.join(path)} "), err
+    assert "COMMAND ..." not in first
+
+
+def test_the_top_level_keeps_its_own_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    err = usage_error(capsys, "--no-such-flag")
+    assert err.startswith("usage: santa [-h]")
+
+
+def test_hook_help_lists_every_registered_hook(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["hook", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert len(HANDLERS) >= 3
+    for name, handler in HANDLERS.items():
+        summary = " ".join((handler.__doc__ or "").split())
+        assert summary, f"hook {name} has no description"
+        assert f"{name} {summary}" in text
+
+
+def test_hook_help_follows_the_registry(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def teammate_hook(payload: object) -> None:
+        """SubagentStop: a hook added later."""
+
+    monkeypatch.setitem(HANDLERS, "subagent-stop-later", teammate_hook)
+    with pytest.raises(SystemExit):
+        main(["hook", "--help"])
+    assert "subagent-stop-later SubagentStop: a hook added later." in " ".join(
+        capsys.readouterr().out.split()
+    )
+
+
+@pytest.mark.parametrize("command", [("run",), ("batch",), ("round", "start")], ids=" ".join)
+def test_one_name_for_the_budget(command: tuple[str, ...], capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = capsys.readouterr().out
+    assert "--budget-usd USD" in text
+    assert "--max-cost-usd is the old spelling" in " ".join(text.split())
+    assert "--max-cost-usd X" not in text and "--max-cost-usd USD" not in text
+    parser = build_parser(command[0])
+    base = ["--against", "a", "--spec", "s"] if command[0] != "batch" else ["i", "--spec", "s"]
+    for flag in ("--budget-usd", "--max-cost-usd"):
+        args = parser.parse_args([*command, *base, flag, "0.5"])
+        assert args.budget_usd == 0.5
