@@ -35,7 +35,12 @@ from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
-from santa_method.headless.backends.base import Backend, FixRequest, Tokens
+from santa_method.headless.backends.base import (
+    Backend,
+    FixRequest,
+    Tokens,
+    require_prerequisites,
+)
 from santa_method.headless.loop import first_error, resolve_backend, review_once, verify
 from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
@@ -567,6 +572,24 @@ def _check_items(
     return found
 
 
+#: Options only the Message Batches backend takes; its prerequisites are the Messages API's.
+_BATCH_ONLY_OPTIONS = frozenset({"state_path", "poll_interval", "gather_window", "on_progress"})
+
+
+async def _require_backend(backend: str | Backend, name: str, options: dict[str, Any]) -> None:
+    """Before the batch exists, the backend must be able to start (no key, no
+    package, no login: every missing one named), so a setup problem leaves
+    no batch and no run behind."""
+    if not isinstance(backend, str):
+        await require_prerequisites(backend)
+        return
+    base = "anthropic" if backend == "anthropic-batch" else backend
+    probe = resolve_backend(
+        base, **{k: v for k, v in options.items() if k not in _BATCH_ONLY_OPTIONS}
+    )
+    await require_prerequisites(probe, name)
+
+
 async def verify_batch(
     items: Sequence[BatchItem | os.PathLike[str]],
     spec: str,
@@ -665,6 +688,7 @@ async def verify_batch(
     }
     if seed is not None:
         options["seed"] = seed
+    await _require_backend(backend, name, backend_options or {})
     fingerprint = batches.fingerprint(checked, spec, options)
     warnings: list[str] = []
     with contextlib.ExitStack() as held:

@@ -39,6 +39,7 @@ from santa_method.headless.backends.base import (
     ReviewReply,
     ReviewRequest,
     Tokens,
+    require_prerequisites,
 )
 from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.state import locks, runs
@@ -518,6 +519,8 @@ async def verify(
     )
     assert resolved is not None
     impl = resolve_backend(backend)
+    # Before any run exists: a setup problem is no verdict, and all of it is named at once.
+    await require_prerequisites(impl)
     labels_all = _labels(reviewers)
     per_label = models_for(models, labels_all)
     if max_cost_usd is not None and getattr(impl, "name", None) in ("anthropic", "anthropic-batch"):

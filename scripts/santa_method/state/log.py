@@ -17,9 +17,11 @@ Every record has `ts` (UTC ISO-8601, set by `append`), `run_id`, `event`
 and `iteration` (the round, from 1; `null` or free-form for events not tied
 to a round), then the event's own fields, flat:
 
-- `run` (iteration 0 or null): `target`, `target_sha256`, `spec_sha256`,
-  `rubric`, `rubric_hash`, `models` (list or map, or null), `reviewers`
-  (expected count), `source` (`hook` | `files`).
+- `run` (iteration 0 or null): `target` (the file the user named, or
+  `diff:REV`), `target_sha256`, `spec_sha256`, `rubric`, `rubric_hash`,
+  `models` (list or map, or null), `reviewers` (expected count), `source`
+  (`hook` | `files` | `api`); `working_copy` when a headless run reviews and
+  fixes a copy of the target.
 - `review`: `label`, `valid`, `verdict` (`PASS` | `FAIL` | null), `errors`
   (list of str), `checks` (`[{criterion, result}]`), `issues` (the review's
   critical issues as `Issue.to_json()`), optional `agent_id`, `tokens`,

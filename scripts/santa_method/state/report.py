@@ -105,6 +105,7 @@ def build(run_id: str) -> dict[str, Any]:
         "run_id": run_id,
         "status": state["status"],
         "target": runs.target_name(state["target"]),
+        "working_copy": state["target"]["path"] if state["target"].get("original") else None,
         "source": state["source"],
         "rubric": state["rubric"],
         "reviewers": state["reviewers"],
@@ -173,6 +174,7 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"# santa-method {title}: run {report['run_id']}",
         "",
         f"- target: {_inline(report['target'])}",
+        *([f"- working copy: {_inline(report['working_copy'])}"] if report["working_copy"] else []),
         f"- status: {report['status']}",
         f"- rubric: {report['rubric']}, {report['reviewers']} reviewers, "
         f"up to {report['max_fixes']} fixes",

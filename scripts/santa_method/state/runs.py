@@ -166,6 +166,11 @@ def read_target(target: dict[str, Any]) -> str:
     return result.stdout + _untracked_diff(target["cwd"])
 
 
+def _reviewed_name(target: dict[str, Any]) -> str:
+    """The file whose content was reviewed (a working copy, for a headless run)."""
+    return target["path"] if target["kind"] == "file" else target_name(target)
+
+
 def _untracked_diff(cwd: str) -> str:
     """New files git does not track yet are part of the change under review:
     `git diff REV` alone would leave them out of the reviewers' sight."""
@@ -192,8 +197,11 @@ def _untracked_diff(cwd: str) -> str:
 
 
 def target_name(target: dict[str, Any]) -> str:
+    """The name a person knows the target by: the file they named (a headless
+    run reviews a working copy of it, kept as `path`, and names the file as
+    `original`; older runs have no `original`), or diff:REV."""
     if target["kind"] == "file":
-        return target["path"]
+        return str(target.get("original") or target["path"])
     return f"diff:{target['rev']}"
 
 
@@ -410,6 +418,7 @@ def start_run(
         "run",
         0,
         target=target_name(target),
+        **({"working_copy": target["path"]} if target.get("original") else {}),
         target_sha256=sha256(output),
         spec_sha256=sha256(spec),
         rubric=rubric_name,
@@ -1244,7 +1253,7 @@ def _check_ship(state: dict[str, Any]) -> None:
         raise RefusedError(f"run {run_id} cannot ship: {exc}") from None
     if sha256(now) != current["output_sha256"]:
         raise RefusedError(
-            f"run {run_id} cannot ship: {target_name(state['target'])} changed after round "
+            f"run {run_id} cannot ship: {_reviewed_name(state['target'])} changed after round "
             f"{current['round']} was reviewed; what ships must be what was reviewed "
             "(restore it, or verify the new content in a new run)"
         )

@@ -131,10 +131,25 @@ class AnthropicBackend:
         self._client = client
         self._own_client = client is None
         self._loop: asyncio.AbstractEventLoop | None = None
-        if client is None and not (
-            api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+
+    async def preflight(self) -> list[str]:
+        """What is missing before a run may start: the package and the key, both named."""
+        if self._client is not None:
+            return []
+        import importlib.util
+
+        missing = []
+        if importlib.util.find_spec("anthropic") is None:
+            missing.append(
+                "the anthropic package is not installed (pip install 'santa-method[anthropic]')"
+            )
+        if not (
+            self._api_key
+            or os.environ.get("ANTHROPIC_API_KEY")
+            or os.environ.get("ANTHROPIC_AUTH_TOKEN")
         ):
-            raise BackendError("no credentials for the anthropic backend: set ANTHROPIC_API_KEY")
+            missing.append("no credentials (set ANTHROPIC_API_KEY)")
+        return missing
 
     def _client_for(self, timeout: float | None) -> Any:
         try:

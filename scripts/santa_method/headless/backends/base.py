@@ -29,6 +29,11 @@ A custom backend, complete::
 Errors: raise `BackendError` (exit 3) with one sentence a person can act on
 (no credentials, auth refused, overloaded, timed out). Never return a fake
 PASS on failure: a reply that is not a review fails closed anyway.
+
+Optionally, `async def preflight(self) -> list[str]` names what the backend
+lacks to start at all (a package, a key, a login), one sentence each. The
+loop asks before any run or batch exists, so a setup problem is reported
+whole and never counted as a verdict.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ __all__ = [
     "ReviewReply",
     "ReviewRequest",
     "Tokens",
+    "missing_prerequisites",
+    "require_prerequisites",
 ]
 
 
@@ -173,3 +180,19 @@ class Backend(Protocol):
     async def review(self, request: ReviewRequest) -> ReviewReply: ...
 
     async def fix(self, request: FixRequest) -> FixReply: ...
+
+
+async def missing_prerequisites(backend: Any) -> list[str]:
+    """What `backend` says it lacks to start (empty for one without `preflight`)."""
+    check = getattr(backend, "preflight", None)
+    return list(await check()) if check is not None else []
+
+
+async def require_prerequisites(backend: Any, name: str | None = None) -> None:
+    """Refuse to start (BackendError, exit 3) naming every missing prerequisite at once."""
+    missing = await missing_prerequisites(backend)
+    if missing:
+        name = name or getattr(backend, "name", "custom")
+        raise BackendError(
+            f"the {name} backend cannot start: " + "; ".join(missing), transient=False
+        )

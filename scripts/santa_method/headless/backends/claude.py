@@ -170,6 +170,60 @@ def _first_line(text: object) -> str:
     return lines[0][:200] if lines else ""
 
 
+def _find_cli(cli_path: str | None) -> str | None:
+    """The CLI the SDK would run: the given path, its bundled copy, else `claude` on PATH."""
+    import importlib.util
+    import shutil
+    from pathlib import Path
+
+    if cli_path:
+        return cli_path
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is not None and spec.origin:
+        bundled = Path(spec.origin).parent / "_bundled" / "claude"
+        if bundled.is_file():
+            return str(bundled)
+    return shutil.which("claude")
+
+
+async def _logged_out(cli: str, env: Mapping[str, str]) -> bool:
+    """True only when `claude auth status` answers that nobody is logged in.
+
+    Anything else (an older CLI without the command, a timeout, another API
+    provider) is not a refusal: the run starts and a real failure still
+    surfaces, in the CLI's own words.
+    """
+    import asyncio
+    import json
+    import os
+
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            cli,
+            "auth",
+            "status",
+            "--json",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={**os.environ, **env},
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return False
+        status = json.loads(out)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(status, dict)
+        and status.get("loggedIn") is False
+        and status.get("apiProvider", "firstParty") == "firstParty"
+    )
+
+
 def _error_sentence(status: int | None, detail: str) -> str:
     if status == 401:
         return "Claude Code's credentials were refused (401): run 'claude' and log in again"
@@ -205,6 +259,31 @@ class ClaudeBackend:
         self.max_budget_usd = max_budget_usd
         # Session id -> the totals its last call reported (see _new_part).
         self._reported: dict[str, tuple[Tokens, float | None]] = {}
+        self._preflight: list[str] | None = None
+
+    async def preflight(self) -> list[str]:
+        """The SDK, its CLI and a login, checked once per backend (a batch shares one)."""
+        if self._preflight is None:
+            import importlib.util
+
+            missing = []
+            if importlib.util.find_spec("claude_agent_sdk") is None:
+                missing.append(
+                    "claude-agent-sdk is not installed (pip install 'santa-method[claude]')"
+                )
+            cli = _find_cli(self.cli_path)
+            if cli is None:
+                if not missing:
+                    missing.append(
+                        "the Claude Code CLI was not found (reinstall 'santa-method[claude]')"
+                    )
+            elif await _logged_out(cli, self._env()):
+                missing.append(
+                    "Claude Code is not logged in (run 'claude' and log in with /login, "
+                    "or set ANTHROPIC_API_KEY)"
+                )
+            self._preflight = missing
+        return list(self._preflight)
 
     def _env(self) -> dict[str, str]:
         return {"CLAUDE_CODE_MAX_RETRIES": str(self.max_retries), **self.env}

@@ -1,0 +1,120 @@
+"""A headless run is found by the file the user named, not by its working copy.
+
+`santa run --against docs/x.md` reviews and fixes a copy under
+`.santa/work/`; the run must still be recorded as a run of `docs/x.md`, so
+`santa runs --target docs/x.md` (and an escape filed weeks later) finds it.
+Run folders and logs written before `original` existed keep reading.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.stub_server import REVIEWER, Json
+from santa_method.cli import main
+from santa_method.state import runs
+from santa_method.state.report import build, to_markdown
+
+from .conftest import failing, pass_reply
+
+SPEC = "A README with the release year and a License section."
+
+
+@pytest.fixture
+def doc(project: Path) -> Path:
+    (project / "docs").mkdir()
+    path = project / "docs" / "x.md"
+    path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
+    code = main(list(args))
+    out = capsys.readouterr().out
+    return code, json.loads(out) if "--json" in args else out
+
+
+def serve(stub_server: Any, monkeypatch: pytest.MonkeyPatch, script: Any) -> None:
+    server = stub_server({REVIEWER: script})
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+
+
+def test_runs_target_finds_the_run_of_the_named_file(
+    stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    serve(stub_server, monkeypatch, [pass_reply(), pass_reply()])
+    code, result = cli(capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--json")
+    assert code == 0 and result["verdict"] == "NICE"
+    working = Path(result["output_path"])
+    assert working != doc and (project / ".santa" / "work") in working.parents
+
+    code, rows = cli(capsys, "runs", "--target", "docs/x.md", "--json")
+    assert code == 0
+    assert [r["run_id"] for r in rows] == [result["run_id"]]
+    assert rows[0]["target"] == str(doc) and rows[0]["outcome"] == "shipped"
+    # Named any other way, it is the same file.
+    assert cli(capsys, "runs", "--target", str(doc), "--json")[1] == rows
+    assert cli(capsys, "runs", "--target", "docs/other.md", "--json")[1] == []
+
+    events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
+    (start,) = [e for e in events if e["event"] == "run"]
+    assert start["target"] == str(doc) and start["working_copy"] == str(working)
+    state = runs.load(result["run_id"])
+    assert state["target"] == {"kind": "file", "path": str(working), "original": str(doc)}
+    assert runs.describe(result["run_id"])["target"] == str(doc)
+
+
+def test_the_escalation_report_names_the_file_and_its_copy(
+    stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
+    code, result = cli(
+        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
+    )
+    assert code == 1 and result["verdict"] == "ESCALATED"
+    report = build(result["run_id"])
+    assert report["target"] == str(doc)
+    assert report["working_copy"] == result["output_path"]
+    text = to_markdown(report)
+    assert f"- target: `{doc}`" in text and "- working copy: `" in text
+
+
+def test_in_place_runs_have_no_copy(
+    stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    serve(stub_server, monkeypatch, [pass_reply(), pass_reply()])
+    code, result = cli(
+        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--in-place", "--json"
+    )
+    assert code == 0 and result["output_path"] == str(doc)
+    (row,) = cli(capsys, "runs", "--target", "docs/x.md", "--json")[1]
+    assert row["target"] == str(doc)
+    events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
+    start = next(e for e in events if e["event"] == "run")
+    assert "working_copy" not in start
+    assert runs.load(result["run_id"])["target"] == {"kind": "file", "path": str(doc)}
+
+
+def test_an_old_run_folder_still_reads(
+    stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # Runs recorded before `original` existed name their working copy.
+    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
+    code, result = cli(
+        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
+    )
+    assert code == 1
+    folder = runs.run_dir(result["run_id"])
+    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+    del state["target"]["original"]
+    (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    assert runs.target_name(runs.load(result["run_id"])["target"]) == result["output_path"]
+    report = build(result["run_id"])
+    assert report["target"] == result["output_path"] and report["working_copy"] is None
+    assert cli(capsys, "report", result["run_id"])[0] == 0
+    assert main(["round", "status", "--run", result["run_id"]]) == 0
