@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from santa_method.claude_code.hooks import HANDLERS
+from santa_method.claude_code.protocol import HOOK_EVENTS
 from santa_method.cli import build_parser, main
 from santa_method.core.errors import InputError
 from santa_method.core.types import TOO_FEW_REVIEWERS
@@ -165,6 +166,8 @@ def test_hook_help_follows_the_registry(
     def teammate_hook(payload: object) -> None:
         """SubagentStop: a hook added later."""
 
+    # A new hook is named in the protocol's registry and given a handler.
+    monkeypatch.setitem(HOOK_EVENTS, "subagent-stop-later", "SubagentStop")
     monkeypatch.setitem(HANDLERS, "subagent-stop-later", teammate_hook)
     with pytest.raises(SystemExit):
         main(["hook", "--help"])

@@ -726,22 +726,13 @@ def backend_factory(
     Fails fast with BackendError when the backend cannot work at all (no
     credentials, SDK missing), before any case is started.
     """
-    if name == "anthropic":
-        from santa_method.headless.backends.anthropic import AnthropicBackend
+    if name in ("anthropic", "claude"):
+        from santa_method.headless.backends.base import require_prerequisites
+        from santa_method.headless.loop import resolve_backend
 
-        AnthropicBackend()  # raises BackendError without credentials
-        yield AnthropicBackend
-        return
-    if name == "claude":
-        try:
-            import claude_agent_sdk  # noqa: F401
-        except ImportError:
-            raise BackendError(
-                "the claude backend needs claude-agent-sdk: pip install claude-agent-sdk"
-            ) from None
-        from santa_method.headless.backends.claude import ClaudeBackend
-
-        yield ClaudeBackend
+        # No key, no SDK, no login: every missing one named, before any case runs.
+        asyncio.run(require_prerequisites(resolve_backend(name)))
+        yield lambda: resolve_backend(name)
         return
     sys.path.insert(0, str(ROOT / "tests"))
     from e2e.stub_server import FIXER, REVIEWER, StubServer

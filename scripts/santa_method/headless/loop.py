@@ -915,13 +915,8 @@ def _result(
         backend=run.backend.name,
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
-        target=_target_name(run_id),
+        target=runs.target_name(runs.load(run_id)["target"]),
     )
-
-
-def _target_name(run_id: str) -> str:
-    target = runs.load(run_id)["target"]
-    return str(target.get("original") or runs.target_name(target))
 
 
 def verify_sync(*args: Any, **kwargs: Any) -> VerifyResult:

@@ -105,7 +105,7 @@ def build(run_id: str) -> dict[str, Any]:
         "run_id": run_id,
         "status": state["status"],
         "target": runs.target_name(state["target"]),
-        "working_copy": state["target"]["path"] if state["target"].get("original") else None,
+        "working_copy": runs.working_copy(state["target"]),
         "source": state["source"],
         "rubric": state["rubric"],
         "reviewers": state["reviewers"],

@@ -166,6 +166,11 @@ def read_target(target: dict[str, Any]) -> str:
     return result.stdout + _untracked_diff(target["cwd"])
 
 
+def working_copy(target: dict[str, Any]) -> str | None:
+    """The run's own copy of the user's file, when it reviewed one (headless runs)."""
+    return str(target["path"]) if target["kind"] == "file" and target.get("original") else None
+
+
 def _reviewed_name(target: dict[str, Any]) -> str:
     """The file whose content was reviewed (a working copy, for a headless run)."""
     return target["path"] if target["kind"] == "file" else target_name(target)
@@ -418,7 +423,7 @@ def start_run(
         "run",
         0,
         target=target_name(target),
-        **({"working_copy": target["path"]} if target.get("original") else {}),
+        **({"working_copy": copy} if (copy := working_copy(target)) else {}),
         target_sha256=sha256(output),
         spec_sha256=sha256(spec),
         rubric=rubric_name,

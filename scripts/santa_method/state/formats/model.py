@@ -205,7 +205,7 @@ def _relative(path: str, root: str) -> str:
 def _subject_paths(state: dict[str, Any], output: str) -> tuple[str, ...]:
     target = state["target"]
     if target["kind"] == "file":
-        return (_relative(target.get("original") or target["path"], state["cwd"]),)
+        return (_relative(runs.target_name(target), state["cwd"]),)
     return tuple(changed_paths(output))
 
 
