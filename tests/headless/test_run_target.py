@@ -69,6 +69,36 @@ def test_runs_target_finds_the_run_of_the_named_file(
     assert runs.describe(result["run_id"])["target"] == str(doc)
 
 
+def test_ci_reports_and_the_viewer_show_the_named_file(
+    stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    # `santa report` (which the GitHub Action runs) and `santa view` read the
+    # same record: the user's file, never the working copy.
+    from santa_method.view.model import page_data
+    from santa_method.view.sources import collect
+
+    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
+    code, result = cli(
+        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
+    )
+    assert code == 1 and result["verdict"] == "ESCALATED"
+    code, out = cli(capsys, "report", result["run_id"], "--format", "json")
+    assert code == 0 and json.loads(out)["target"] == str(doc)
+    code, out = cli(capsys, "report", result["run_id"], "--format", "sarif")
+    assert code == 0
+    (sarif_run,) = json.loads(out)["runs"]
+    places = {
+        place["physicalLocation"]["artifactLocation"]["uri"]
+        for found in sarif_run["results"]
+        for place in found["locations"]
+    }
+    assert places == {"docs/x.md"}
+    home = project / ".santa"
+    data = page_data(collect(home / "log.jsonl", home, None), generated="x", since=None)
+    (row,) = [r for r in data["runs"] if r["id"] == result["run_id"]]
+    assert row["target"] == str(doc)
+
+
 def test_the_escalation_report_names_the_file_and_its_copy(
     stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
