@@ -44,6 +44,16 @@ def serve(stub_server: Any, monkeypatch: pytest.MonkeyPatch, script: Any) -> Non
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
 
 
+def escalated_run(stub_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Any:
+    """`santa run --against docs/x.md` that escalates (a wrong year, no fixes allowed)."""
+    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
+    code, result = cli(
+        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
+    )
+    assert code == 1 and result["verdict"] == "ESCALATED"
+    return result
+
+
 def test_runs_target_finds_the_run_of_the_named_file(
     stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -77,11 +87,7 @@ def test_ci_reports_and_the_viewer_show_the_named_file(
     from santa_method.view.model import page_data
     from santa_method.view.sources import collect
 
-    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
-    code, result = cli(
-        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
-    )
-    assert code == 1 and result["verdict"] == "ESCALATED"
+    result = escalated_run(stub_server, monkeypatch, capsys)
     code, out = cli(capsys, "report", result["run_id"], "--format", "json")
     assert code == 0 and json.loads(out)["target"] == str(doc)
     code, out = cli(capsys, "report", result["run_id"], "--format", "sarif")
@@ -102,11 +108,7 @@ def test_ci_reports_and_the_viewer_show_the_named_file(
 def test_the_escalation_report_names_the_file_and_its_copy(
     stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
-    code, result = cli(
-        capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
-    )
-    assert code == 1 and result["verdict"] == "ESCALATED"
+    result = escalated_run(stub_server, monkeypatch, capsys)
     report = build(result["run_id"])
     assert report["target"] == str(doc)
     assert report["working_copy"] == result["output_path"]
