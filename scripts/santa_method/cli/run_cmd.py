@@ -154,7 +154,7 @@ _RUN_SETTINGS = (
     "reviewers",
     "models",
     "max_fixes",
-    "max_cost_usd",
+    "budget_usd",
     "pre_check",
     "log",
 )

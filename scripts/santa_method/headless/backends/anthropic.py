@@ -140,9 +140,7 @@ class AnthropicBackend:
 
         missing = []
         if importlib.util.find_spec("anthropic") is None:
-            missing.append(
-                "the anthropic package is not installed (pip install 'santa-method[anthropic]')"
-            )
+            missing.append("the anthropic package is not installed (pip install anthropic)")
         if not (
             self._api_key
             or os.environ.get("ANTHROPIC_API_KEY")

@@ -268,14 +268,12 @@ class ClaudeBackend:
 
             missing = []
             if importlib.util.find_spec("claude_agent_sdk") is None:
-                missing.append(
-                    "claude-agent-sdk is not installed (pip install 'santa-method[claude]')"
-                )
+                missing.append("claude-agent-sdk is not installed (pip install claude-agent-sdk)")
             cli = _find_cli(self.cli_path)
             if cli is None:
                 if not missing:
                     missing.append(
-                        "the Claude Code CLI was not found (reinstall 'santa-method[claude]')"
+                        "the Claude Code CLI was not found (pip install --force-reinstall claude-agent-sdk)"
                     )
             elif await _logged_out(cli, self._env()):
                 missing.append(
