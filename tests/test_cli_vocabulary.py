@@ -62,7 +62,7 @@ def test_one_reviewer_gets_the_same_sentence_on_every_command(
     project: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...]
 ) -> None:
     err = usage_error(capsys, *command, "--reviewers", "1")
-    assert f"argument --reviewers: {SENTENCE}" in err
+    assert "argument --reviewers: " in err and SENTENCE in " ".join(err.split())
     usage = "usage: santa " + " ".join(c for c in command[:2] if not c.startswith("-"))
     assert err.startswith(usage.replace(" items", "")), err
     assert not (project / ".santa" / "runs").exists()

@@ -25,7 +25,6 @@ __all__ = [
     "print_json",
     "read_text",
     "require_named_log",
-    "reviewer_count",
     "say",
     "split_labels",
 ]
@@ -39,8 +38,12 @@ def number_arg(allowed: Range) -> Callable[[str], Any]:
         try:
             return allowed.parse(text, "the value")
         except InputError:
+            try:
+                why = allowed.why(float(text))  # --reviewers 1: the one sentence
+            except ValueError:
+                why = ""
             raise argparse.ArgumentTypeError(
-                f"expected {allowed.describe()}, got {text!r}"
+                f"expected {allowed.describe()}, got {text!r}{why}"
             ) from None
 
     parse.__name__ = "number"
@@ -106,20 +109,6 @@ def require_named_log(flag: str | None, path: Any) -> None:
 
     if flag and not os.path.lexists(path):
         raise InputError(f"cannot read the log '{path}': no such file")
-
-
-def reviewer_count(text: str) -> int:
-    """`--reviewers N`: as numbers.REVIEWERS, with the one sentence for too few."""
-    from santa_method.core import numbers
-    from santa_method.core.types import MIN_REVIEWERS, TOO_FEW_REVIEWERS
-
-    try:
-        too_few = int(text) < MIN_REVIEWERS
-    except ValueError:
-        too_few = False
-    if too_few:
-        raise argparse.ArgumentTypeError(TOO_FEW_REVIEWERS)
-    return int(number_arg(numbers.REVIEWERS)(text))
 
 
 def add_budget_option(parser: argparse.ArgumentParser, help_text: str) -> None:

@@ -15,7 +15,6 @@ from santa_method.cli._io import (
     number_arg,
     print_json,
     read_text,
-    reviewer_count,
     say,
 )
 from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
@@ -149,7 +148,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--reviewers",
-        type=reviewer_count,
+        type=number_arg(numbers.REVIEWERS),
         metavar="N",
         help="reviewers per item, at least 2 (default 2)",
     )

@@ -13,7 +13,6 @@ from santa_method.cli._io import (
     number_arg,
     print_json,
     read_text,
-    reviewer_count,
 )
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
@@ -67,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     s.add_argument("--rubric", metavar="R", help="rubric name or path (default: config, else base)")
     s.add_argument(
         "--reviewers",
-        type=reviewer_count,
+        type=number_arg(numbers.REVIEWERS),
         metavar="N",
         help="independent reviewers, at least 2 (default 2)",
     )

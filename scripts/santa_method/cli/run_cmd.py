@@ -13,7 +13,6 @@ from santa_method.cli._io import (
     number_arg,
     print_json,
     read_text,
-    reviewer_count,
     say,
 )
 from santa_method.core import numbers
@@ -89,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--reviewers",
-        type=reviewer_count,
+        type=number_arg(numbers.REVIEWERS),
         metavar="N",
         help="independent reviewers, at least 2 (default 2)",
     )

@@ -70,16 +70,20 @@ class Range:
             or (isinstance(value, float) and not math.isfinite(value))
             or not self._inside(value)
         ):
-            below = (
-                isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and self.low is not None
-                and value < self.low
+            raise InputError(
+                f"{what} must be {self.describe()}, not {_show(value)}{self.why(value)}"
             )
-            if self.too_low and below:
-                raise InputError(f"{what} is {_show(value)}: {self.too_low}")
-            raise InputError(f"{what} must be {self.describe()}, not {_show(value)}")
         return value
+
+    def why(self, value: Any) -> str:
+        """': <the one sentence>' for a number below `low`, when the range has one."""
+        below = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and self.low is not None
+            and value < self.low
+        )
+        return f": {self.too_low}" if self.too_low and below else ""
 
     def parse(self, text: str, what: str) -> Any:
         """A number from command-line text ('3', '0.5', '1e3'), checked."""
