@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -155,3 +157,15 @@ def test_deep_nesting_in_log_data_is_a_usage_error(project: Path, capsys) -> Non
     assert "nested too deeply" in one_sentence(
         capsys, main(["log", "generate", "--run", "r", "--data", data])
     )
+
+
+def test_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "santa_method", "rubric", "lint", "-"],
+        input=b"\xff\xfe{ criteria",
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert b"not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr

@@ -123,8 +123,11 @@ def test_of_several_agreeing_reviews_the_last_complete_one_wins() -> None:
         "Draft:\n{first}\nOn reflection, final:\n{second}\n",  # in prose
         "```json\n{first}\n{second}\n```\n",  # one fence
         "<!-- {first} -->\n{second}\n",  # an HTML comment
+        "[{first}]\n{second}\n",  # the first inside an array
+        '{{"review": {first}}}\n{second}\n',  # the first nested in another object
+        "{first},\n{second}\n",  # the first followed by a stray comma
     ],
-    ids=["prose", "one-fence", "html-comment"],
+    ids=["prose", "one-fence", "html-comment", "array", "nested", "stray-comma"],
 )
 @pytest.mark.parametrize("order", ["fail-then-pass", "pass-then-fail"])
 def test_reviews_that_disagree_make_the_reply_ambiguous(layout: str, order: str) -> None:

@@ -307,9 +307,25 @@ def test_paths_through_random_temp_folders_survive() -> None:
         )
 
 
-def test_a_key_inside_a_path_is_still_caught() -> None:
-    key = "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY9"
-    assert key not in redact_text(f"/home/me/santa-keys/{key}/old_file.txt")
+@pytest.mark.parametrize(
+    "template",
+    [
+        "/home/me/santa-keys/{key}/old_file.txt",
+        "x-y/{key}",
+        "{key}-",
+        "aws_{key}",
+        "{key}_old",
+        "id-{key}",
+        "x={key}",
+        "AWS_CREDS={key}",
+    ],
+)
+def test_a_key_glued_to_words_or_inside_a_path_is_still_caught(template: str) -> None:
+    for key in (
+        "wJalrXUtnFEMIK7MDENGbPxRfiCYzEXAMPLEKEY9",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ):
+        assert key not in redact_text(template.format(key=key))
 
 
 def test_santas_own_tokens_survive() -> None:

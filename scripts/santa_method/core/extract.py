@@ -231,10 +231,29 @@ def extract_verdict_object(reply: str) -> Extracted:
         )
     if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
-    conflict = _disagreeing(complete, text)
+    conflict = _disagreeing(complete, text) or _other_verdicts(value, text)
     if conflict:
         return Extracted(None, conflict)
     return Extracted(value, None)
+
+
+# A verdict key written as JSON anywhere in the reply (not escaped inside a
+# string): reviews nested in other objects, in arrays or in broken JSON are
+# never extracted, yet one that disagrees still makes the reply ambiguous.
+_ANY_VERDICT = re.compile(r'(?<!\\)"verdict"\s*:\s*"([^"\\]*)"')
+
+
+def _other_verdicts(value: dict[str, Any], text: str) -> str | None:
+    if "verdict" not in value:
+        return None  # not a review at all: the schema says what is missing
+    final = str(value["verdict"]).strip().upper()
+    others = {v.strip().upper() for v in _ANY_VERDICT.findall(text)} - {final}
+    if not others:
+        return None
+    return (
+        "the reply holds more than one review and they disagree (a verdict of "
+        f"{', '.join(sorted(others))} besides {final}): it is ambiguous; send exactly one review"
+    )
 
 
 def _verdict_and_checks(value: Any) -> tuple[str | None, dict[str, str]] | None:

@@ -50,10 +50,13 @@ def check_file(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
 def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> str:
     """Read a UTF-8 text file, or stdin for '-' (at most `max_bytes` either way)."""
     if str(path) == "-":
-        data = sys.stdin.read(max_bytes + 1)
-        if len(data) > max_bytes:
+        raw = sys.stdin.buffer.read(max_bytes + 1)
+        if len(raw) > max_bytes:
             raise InputError(f"cannot read {what} from stdin: more than {_size(max_bytes)}")
-        return data
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"cannot read {what} from stdin: it is not UTF-8 text") from None
     check_file(path, what, max_bytes)
     try:
         with open(path, "rb") as handle:

@@ -22,8 +22,9 @@ Deliberate departures from `detect-secrets`' own scan:
   PEM body), and spares any token made only of hex, digits and words
   split by `-`, `_` or `/`: git SHAs, sha256 digests, UUIDs, canaries,
   run ids, paths and ordinary identifiers. A token mixing `/` with `-` or
-  `_` is a path (no base64 value has both), so only its segments are
-  judged: a temporary folder's random name does not blank a path.
+  `_` is not one base64 value, so only its long runs of one alphabet are
+  judged: a temporary folder's random name does not blank a path, and a
+  key glued to a word or inside a path is still caught.
 - `IPPublicDetector` is left out: an address is not a credential, and
   redacting it would garble evidence quotes.
 - Plugins are called directly (`analyze_string`), never `analyze_line`, so
@@ -91,7 +92,9 @@ _PEM = re.compile(
     re.DOTALL,
 )
 #: Bare tokens: 32 or more base64 / base64url characters (padding aside).
-_BARE = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
+_BARE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
+#: Runs of one base64 alphabet inside a token that mixes both (see below).
+_ONE_ALPHABET = re.compile(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
 #: A part of a token that reads as an identifier, a number or a digest.
 _PLAIN_PART = re.compile(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
@@ -180,13 +183,12 @@ def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
         token = m.group()[: m.start(1) - m.start()]
         if "/" in token and ("-" in token or "_" in token):
             # base64 spells with + and /, base64url with - and _: a token that
-            # mixes them is a path (a temp folder's random name among them),
-            # so only a segment of it can be a key.
-            offset = m.start()
-            for segment in token.split("/"):
-                if len(segment) >= 32 and _is_random(segment):
-                    yield offset, offset + len(segment)
-                offset += len(segment) + 1
+            # mixes them is not one value (a path through a temp folder's
+            # random name, a key glued to a word), so only the long runs of
+            # one alphabet inside it can be keys.
+            for run in _ONE_ALPHABET.finditer(token):
+                if _is_random(run.group()):
+                    yield m.start() + run.start(), m.start() + run.end()
         elif _is_random(token):
             yield m.span()
 
