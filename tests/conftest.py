@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+# As `santa gate` does: the gate's checks of replies from Claude Code (state/sources.py).
+import santa_method.claude_code.provenance  # noqa: F401
 from _reviews import pass_review
 
 # Variables by which the helper knows it runs inside Claude Code. A developer

@@ -60,7 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if check and sys.version_info < MIN_PYTHON:
         return UNAVAILABLE
     if len(args) == 2 and args[0] == "hook":
-        from santa_method.claude_code.protocol import HOOK_NAMES, run
+        from santa_method.claude_code.entry import run
+        from santa_method.claude_code.protocol import HOOK_NAMES
 
         if args[1] in HOOK_NAMES:
             if args[1] != GUARD:

@@ -33,6 +33,9 @@ from santa_method.claude_code.protocol import (
     fail_closed,
 )
 
+# Also registers the gate's checks of hook-stored replies (state/sources.py).
+from santa_method.claude_code.provenance import reading_problem
+
 __all__ = ["pretooluse_agent", "pretooluse_guard", "run_hook", "shell_problem", "subagent_stop"]
 
 TYPE_CHECKING = False
@@ -220,7 +223,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     if not isinstance(agent_id, str) or not agent_id:
         raise RuntimeError("the stop hook's input names no agent_id")
     result = validate_reply(reply, rubric=rubric, output=output, canary=current["canary"])
-    unread = runs.reading_problem(_records(transcript), current["assignment"])
+    unread = reading_problem(_records(transcript), current["assignment"])
     if unread:
         # Reading is part of a valid review: a reply from a reviewer that
         # skipped part of the assignment (or peeked at other reviews) fails.

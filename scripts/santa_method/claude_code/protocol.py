@@ -3,8 +3,8 @@
 Claude Code lets a tool call or a subagent's reply through when a hook
 exits non-zero, so every way a hook can fail must still print a refusal.
 That answer is decided here, once: by each handler when it raises, by
-`run_hook` for input it cannot read, by `santa hook` when the handler
-module cannot even be imported, and (mirrored in shell, tested against
+`answer` for input it cannot read, by `santa hook` (claude_code/entry.py)
+when the handler module cannot even be imported, and (mirrored in shell, tested against
 `fail_closed`) by the launchers `bin/santa` and the vendored `santa-hook`
 when the helper crashes or no interpreter can run it.
 
@@ -130,23 +130,3 @@ def answer(hook: str, handler: Handler, raw: str) -> str:
     if event is None:
         return answer_text(fail_closed(hook, None, "santa-method could not read the hook input"))
     return answer_text(handler(event))
-
-
-def run(hook: str, raw: str) -> str:
-    """Run hook `hook` on Claude Code's input and return what to print; never raises.
-
-    The handlers are imported here, not at the top, so that a helper whose
-    hook code cannot even be imported still answers in the protocol. The
-    guard has a module of its own, which imports only what its checks use.
-    """
-    try:
-        if hook == "pretooluse-guard":
-            from santa_method.claude_code.guard import pretooluse_guard
-
-            return answer(hook, pretooluse_guard, raw)
-        from santa_method.claude_code.hooks import run_hook
-
-        return run_hook(hook, raw)
-    except Exception as exc:
-        reason = f"santa-method hook failed ({type(exc).__name__}: {exc})"
-        return answer_text(fail_closed(hook, read_event(raw), reason))

@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.cli._render import gate_text
 
     if args.run:
+        # Registers the gate's checks of replies from Claude Code (state/sources.py).
+        import santa_method.claude_code.provenance  # noqa: F401
         from santa_method.state.runs import gate_run
 
         ignored = [

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from santa_method.claude_code.protocol import HOOK_EVENTS, run
+from santa_method.claude_code.entry import run
+from santa_method.claude_code.protocol import HOOK_EVENTS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import Any
 from santa_method.core import batch as rules
 from santa_method.core.batch import ItemOutcome
 from santa_method.core.errors import InputError
-from santa_method.state import locks, runs
+from santa_method.state import locks, store
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
@@ -110,11 +110,11 @@ def open_batch(
                 **i.to_json(),
                 "sha256": None
                 if i.id in set(options.get("exclude") or ())
-                else runs.sha256(item_text(i)),
+                else store.sha256(item_text(i)),
             }
             for i in items
         ],
-        "spec_sha256": runs.sha256(spec),
+        "spec_sha256": store.sha256(spec),
         "waves": [],
         "cost_usd": 0.0,
         "tokens": {},
@@ -193,10 +193,10 @@ def list_ids() -> list[str]:
 def fingerprint(items: Sequence[BatchItem], spec: str, options: Mapping[str, Any]) -> str:
     """What makes two invocations the same batch (for --resume)."""
     body = json.dumps(
-        {"items": [i.id for i in items], "spec": runs.sha256(spec), "options": dict(options)},
+        {"items": [i.id for i in items], "spec": store.sha256(spec), "options": dict(options)},
         sort_keys=True,
     )
-    return runs.sha256(body)
+    return store.sha256(body)
 
 
 def find_resumable(fingerprint_: str) -> str | None:
@@ -263,7 +263,7 @@ class ItemStore:
         """The batch changed the item itself: this is its content now."""
         for entry in self.state["items"]:
             if entry["id"] == item_id:
-                entry["sha256"] = runs.sha256(text)
+                entry["sha256"] = store.sha256(text)
 
     def drifted(self, ids: Sequence[str]) -> list[str]:
         """Items whose content is not what the batch last knew (edited behind its back)."""
@@ -271,7 +271,7 @@ class ItemStore:
         known = {e["id"]: e.get("sha256") for e in self.state["items"]}
         for item_id in ids:
             try:
-                now = runs.sha256(self.text(item_id))
+                now = store.sha256(self.text(item_id))
             except InputError:
                 now = None
             if known.get(item_id) is not None and now != known[item_id]:
@@ -353,7 +353,7 @@ def jsonl_text(record: Mapping[str, Any], field: str, item_id: str) -> str:
 def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
     """An item's outcome read from its finished run (how `santa batch record`
     and a resumed batch learn what a run decided, without trusting anyone)."""
-    state = runs.load(run_id)
+    state = store.load(run_id)
     if state["status"] == "open":
         raise InputError(f"run {run_id} is still open; finish it (ship or escalate) first")
     first = state["rounds"][0]
@@ -371,7 +371,7 @@ def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
     )
     report = None
     if state["status"] == "escalated":
-        candidate = runs.run_dir(run_id) / "report.md"
+        candidate = store.run_dir(run_id) / "report.md"
         report = str(candidate) if candidate.exists() else None
     return ItemOutcome(
         item=item_id,
@@ -379,7 +379,7 @@ def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
         status=status,  # type: ignore[arg-type]
         criteria=tuple(dict.fromkeys(criteria)),
         rounds=len(state["rounds"]),
-        cost_usd=runs.logged_cost(records, run_id),
+        cost_usd=runlog.logged_cost(records, run_id),
         report=report,
     )
 

@@ -50,7 +50,7 @@ import gc
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -319,3 +319,20 @@ def _checked(record: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     if parse_ts(record.get("ts")) is None:
         return {}, "ts is missing or not an ISO-8601 time"
     return record, None
+
+
+def as_number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def logged_cost(records: Sequence[dict[str, Any]], run_id: str) -> float | None:
+    """What verifying the run has cost so far, from its review and fix records."""
+    costs = [
+        as_number(r.get("cost_usd"))
+        for r in records
+        if r.get("run_id") == run_id and r.get("event") in ("review", "fix")
+    ]
+    known = [c for c in costs if c is not None]
+    return sum(known) if known else None

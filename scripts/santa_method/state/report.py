@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.state import log as runlog
-from santa_method.state import runs
 from santa_method.state.atomic import replace_text
 from santa_method.state.redact import redact
+from santa_method.state.store import load, run_dir
+from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import unreviewed_fix
 
@@ -47,7 +48,7 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
         n = _tokens(rec.get("tokens"))
         if n is not None:
             tokens = (tokens or 0) + n
-        usd = runs.as_number(rec.get("cost_usd"))
+        usd = runlog.as_number(rec.get("cost_usd"))
         if usd is not None:
             spent[kind] = (spent[kind] or 0.0) + usd
     total: float | None = None
@@ -65,8 +66,8 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build(run_id: str) -> dict[str, Any]:
     """The report as data, redacted; `santa report --format json` prints this."""
-    state = runs.load(run_id)
-    folder = runs.run_dir(run_id)
+    state = load(run_id)
+    folder = run_dir(run_id)
     records = [r for r in runlog.read(state["log"]).records if r.get("run_id") == run_id]
     fixes = [
         {k: v for k, v in rec.items() if k not in _META}
@@ -104,8 +105,8 @@ def build(run_id: str) -> dict[str, Any]:
     report = {
         "run_id": run_id,
         "status": state["status"],
-        "target": runs.target_name(state["target"]),
-        "working_copy": runs.working_copy(state["target"]),
+        "target": target_name(state["target"]),
+        "working_copy": working_copy(state["target"]),
         "source": state["source"],
         "rubric": state["rubric"],
         "reviewers": state["reviewers"],
@@ -221,7 +222,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 def write_report(run_id: str) -> Path:
     """Write `report.md` and `report.json` into the run's folder; returns the Markdown path."""
     report = build(run_id)
-    folder = runs.run_dir(run_id)
+    folder = run_dir(run_id)
     path = folder / "report.md"
     replace_text(path, to_markdown(report))
     replace_text(folder / "report.json", json.dumps(report, indent=2, ensure_ascii=False))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from santa_method.core.errors import InputError
-from santa_method.state import locks, runs
+from santa_method.state import locks, store
 from santa_method.state.unreviewed import unreviewed_fix
 
 
@@ -37,7 +37,7 @@ def annotate(row: dict[str, Any]) -> dict[str, Any]:
         "unreviewed_fix": None,
     }
     try:
-        state = runs.load(row["run_id"])
+        state = store.load(row["run_id"])
     except (InputError, OSError, ValueError):
         row["resume"] = None  # nothing left to resume from: its folder is gone or unreadable
         return row

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from santa_method.state import runs
 from santa_method.state.atomic import replace_text
+from santa_method.state.store import load, run_dir
 
 FIX_FILE = "fix.txt"
 
@@ -29,7 +29,7 @@ FIX_FILE = "fix.txt"
 def keep_fix(run_id: str, round_number: int, text: str) -> Path:
     """Keep the fixer's text for `round_number` in the run folder, before
     it is written anywhere else."""
-    path = runs.run_dir(run_id) / f"round-{round_number}" / FIX_FILE
+    path = run_dir(run_id) / f"round-{round_number}" / FIX_FILE
     replace_text(path, text)
     return path
 
@@ -68,7 +68,7 @@ def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
     if not gated:
         return None
     number = gated[-1]["round"]
-    path = runs.run_dir(state["id"]) / f"round-{number}" / FIX_FILE
+    path = run_dir(state["id"]) / f"round-{number}" / FIX_FILE
     fix = _read(path)
     if fix is None:
         return None
@@ -87,14 +87,14 @@ def restore_reviewed(run_id: str) -> UnreviewedFix | None:
     holds a fix no round reviewed; returns that fix (kept in the run
     folder), or None when the target holds no such fix.
 
-    Call it wherever a run ends without its fix reviewed; `runs.log_event`
+    Call it wherever a run ends without its fix reviewed; `events.log_event`
     does for every escalation.
     """
-    state = runs.load(run_id)
+    state = load(run_id)
     found = unreviewed_fix(state)
     if found is None or found.holds != "fix":
         return None
-    reviewed = runs.run_dir(run_id) / f"round-{found.round}" / "output.txt"
+    reviewed = run_dir(run_id) / f"round-{found.round}" / "output.txt"
     replace_text(found.target, reviewed.read_text(encoding="utf-8"))
     return UnreviewedFix(found.round, found.path, found.target, "reviewed")
 

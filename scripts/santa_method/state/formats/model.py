@@ -27,9 +27,11 @@ from santa_method.core.errors import InputError
 from santa_method.core.locate import Place, changed_paths, places_of
 from santa_method.core.merge import issue_key
 from santa_method.core.types import Criterion, Issue
-from santa_method.state import batches, runs
+from santa_method.state import batches, store
 from santa_method.state import report as run_report
 from santa_method.state.redact import redact, redact_text
+from santa_method.state.rounds import describe
+from santa_method.state.target import target_name
 
 _QUESTION = re.compile(r"^\s*\d+[.)]\s*needs[ -]input\s*:\s*(.+?)\s*$", re.I | re.M)
 
@@ -205,7 +207,7 @@ def _relative(path: str, root: str) -> str:
 def _subject_paths(state: dict[str, Any], output: str) -> tuple[str, ...]:
     target = state["target"]
     if target["kind"] == "file":
-        return (_relative(runs.target_name(target), state["cwd"]),)
+        return (_relative(target_name(target), state["cwd"]),)
     return tuple(changed_paths(output))
 
 
@@ -284,15 +286,15 @@ def _verdict(state: dict[str, Any]) -> tuple[str, str | None]:
     if state["status"] == "escalated":
         return "ESCALATED", "escalate"
     if not last:
-        return "OPEN", runs.describe(state["id"])["next_step"]
+        return "OPEN", describe(state["id"])["next_step"]
     return str(last["verdict"]), str(last["next"])
 
 
 def run_subject(run_id: str, name: str | None = None, path: str | None = None) -> Subject:
     """One run as a subject; `path` (a batch item's file) replaces its target's."""
-    state = runs.load(run_id)
+    state = store.load(run_id)
     legacy = run_report.build(run_id)
-    folder = runs.run_dir(run_id)
+    folder = store.run_dir(run_id)
     gated = [r for r in state["rounds"] if r["gates"]]
     last = gated[-1] if gated else state["rounds"][-1]
     output_file = folder / f"round-{last['round']}" / "output.txt"
@@ -354,9 +356,9 @@ def _version() -> str:
 
 
 def build_run(run_id: str) -> Report:
-    state = runs.load(run_id)
+    state = store.load(run_id)
     subject = run_subject(run_id)
-    rubric = json.loads((runs.run_dir(run_id) / "rubric.json").read_text(encoding="utf-8"))
+    rubric = json.loads((store.run_dir(run_id) / "rubric.json").read_text(encoding="utf-8"))
     legacy = run_report.build(run_id)
     return Report(
         kind="run",
@@ -388,7 +390,7 @@ def build_batch(batch_id: str) -> Report:
     for wave in state["waves"]:
         for item, outcome in wave["outcomes"].items():
             run_id = outcome.get("run_id")
-            if run_id and (runs.run_dir(run_id) / "state.json").exists():
+            if run_id and (store.run_dir(run_id) / "state.json").exists():
                 subjects.append(run_subject(run_id, name=item, path=paths.get(item)))
             else:
                 status = str(outcome.get("status") or "escalated")
@@ -437,8 +439,8 @@ def with_places(
 ) -> list[dict[str, Any]]:
     """The gate's issues of a round, each with `places`: its file and lines
     (for a change, the changed file and the line in the new version)."""
-    state = runs.load(run_id)
-    output_file = runs.run_dir(run_id) / f"round-{round_number}" / "output.txt"
+    state = store.load(run_id)
+    output_file = store.run_dir(run_id) / f"round-{round_number}" / "output.txt"
     output = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
     paths = list(_subject_paths(state, output))
     diff = state["target"]["kind"] == "diff"

@@ -1,0 +1,135 @@
+"""A run's folder and its state: ids, the lock, loading and saving.
+
+Every run lives in `.santa/runs/<id>/`: `state.json` (the state machine's
+state, replaced atomically so unlocked readers never see half a file), the
+files the helper wrote for it (spec, rubric, each round's output and
+assignment) and a `.lock`. State changes happen under an exclusive lock on
+that file, because reviewers finish concurrently and each stop hook stores
+its reply at once; `locked` saves only on a clean exit, so a refusal or a
+crash half-way leaves the state as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.types import MergedIssue
+from santa_method.state import log as runlog
+from santa_method.state.jsonfile import write_atomic
+from santa_method.state.open_runs import mark_finished
+from santa_method.state.paths import santa_dir
+
+STATE_VERSION = 1
+
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def runs_dir() -> Path:
+    return santa_dir() / "runs"
+
+
+def is_run_id(run_id: object) -> bool:
+    """Whether `run_id` can name a run folder (never a path elsewhere)."""
+    return isinstance(run_id, str) and bool(RUN_ID.fullmatch(run_id)) and ".." not in run_id
+
+
+def run_dir(run_id: str) -> Path:
+    """The run's folder; the id is checked so it can never name a path elsewhere."""
+    if not is_run_id(run_id):
+        raise InputError(f"'{run_id}' is not a run id")
+    return runs_dir() / run_id
+
+
+def new_run_id() -> str:
+    """A fresh run id (a caller may draw it first, to lock the run before it exists)."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
+
+
+@contextlib.contextmanager
+def locked(run_id: str) -> Iterator[dict[str, Any]]:
+    """Load the run's state under an exclusive lock; save it only on a clean
+    exit, so a refusal or a crash half-way leaves the state as it was."""
+    folder = run_dir(run_id)
+    state_file = folder / "state.json"
+    if not state_file.exists():
+        raise InputError(f"no run '{run_id}' under {runs_dir()}")
+    with open(folder / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = json.loads(state_file.read_text(encoding="utf-8"))
+        yield state
+        save(folder, state)
+
+
+def save(folder: Path, state: dict[str, Any]) -> None:
+    write_atomic(folder / "state.json", state, indent=2)
+    # Only once the state itself says so: the guard trusts this mark.
+    mark_finished(str(folder.parent), folder.name, state["status"])
+
+
+def load(run_id: str) -> dict[str, Any]:
+    """A snapshot of the run's state (read-only use)."""
+    state_file = run_dir(run_id) / "state.json"
+    if not state_file.exists():
+        raise InputError(f"no run '{run_id}' under {runs_dir()}")
+    return json.loads(state_file.read_text(encoding="utf-8"))
+
+
+def list_run_ids() -> list[str]:
+    base = runs_dir()
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / "state.json").exists())
+
+
+def now() -> str:
+    return runlog.now_iso()
+
+
+def log_record(state: dict[str, Any], event: str, iteration: Any, **data: Any) -> dict[str, Any]:
+    record = {"run_id": state["id"], "event": event, "iteration": iteration, **data}
+    return runlog.append(state["log"], record)
+
+
+def check_log_path(state: dict[str, Any], log_path: str | os.PathLike[str] | None) -> None:
+    if log_path and Path(log_path).absolute() != Path(state["log"]):
+        raise InputError(
+            f"run {state['id']} logs to {state['log']}; --log cannot move it to another file"
+        )
+
+
+def checked_file(path: Path, expected: str | None, what: str) -> str:
+    """A run file the helper wrote, refused if anyone changed it since."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        raise RefusedError(f"the run's {what} ({path}) is missing or unreadable") from None
+    if expected is not None and sha256(text) != expected:
+        raise RefusedError(
+            f"the run's {what} ({path.name}) was changed after the run opened; start a new run"
+        )
+    return text
+
+
+def merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
+    return [MergedIssue.from_json(i) for i in items]
+
+
+def last_flags(run_id: str) -> list[MergedIssue]:
+    """The merged flags of the run's last gate (what a fix is owed for)."""
+    gated = [r for r in load(run_id)["rounds"] if r["gates"]]
+    return merged_from_json(gated[-1]["gates"][-1]["issues"]) if gated else []
