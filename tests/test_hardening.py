@@ -351,7 +351,7 @@ def _read_records(path: Path, result: str) -> list[dict]:
 
 
 def test_reading_is_checked_line_by_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from santa_method.state.runs import reading_problem
+    from santa_method.claude_code.provenance import reading_problem
 
     monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
     assignment = tmp_path / ".santa" / "runs" / "r" / "round-1" / "assignment.md"
