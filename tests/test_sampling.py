@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
+from santa_method.core.estimate import estimate_defect_rate
 from santa_method.core.sampling import (
     allocate,
     defective_count,
     detection_probability,
     draw,
-    estimate_defect_rate,
     flat_plan,
     make_plan,
     size_for_guarantee,
@@ -551,7 +551,7 @@ def test_hypergeometric_interval_covers_at_least_its_confidence(population: int,
     not, near zero)."""
     from scipy.stats import hypergeom
 
-    from santa_method.core.sampling import hypergeometric_interval
+    from santa_method.core.estimate import hypergeometric_interval
 
     step = max(1, population // 40)
     for defective in range(0, population + 1, step):
@@ -568,7 +568,7 @@ def test_hypergeometric_interval_covers_at_least_its_confidence(population: int,
 
 
 def test_hypergeometric_interval_respects_what_was_seen() -> None:
-    from santa_method.core.sampling import hypergeometric_interval
+    from santa_method.core.estimate import hypergeometric_interval
 
     assert hypergeometric_interval(1, 20, 20) == (0.05, 0.05)  # a census is exact
     low, high = hypergeometric_interval(1, 20, 100)

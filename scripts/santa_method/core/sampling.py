@@ -38,7 +38,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -65,7 +65,7 @@ _CHUNK = 4096
 # ---------------------------------------------------------------- validation
 
 
-def _check_count(value: int, name: str) -> int:
+def check_count(value: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if value < 0:
@@ -73,7 +73,7 @@ def _check_count(value: int, name: str) -> int:
     return value
 
 
-def _check_fraction(value: float, name: str, *, closed_top: bool) -> float:
+def check_fraction(value: float, name: str, *, closed_top: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{name} must be a number, got {value!r}")
     value = float(value)
@@ -94,9 +94,9 @@ def _decimal(value: float) -> Fraction:
 
 def flat_plan(population: int, rate: float = DEFAULT_RATE, minimum: int = DEFAULT_MINIMUM) -> int:
     """The method's flat rule, made safe: max(minimum, ceil(rate*N)), capped at N."""
-    _check_count(population, "population")
-    _check_fraction(rate, "rate", closed_top=True)
-    _check_count(minimum, "minimum")
+    check_count(population, "population")
+    check_fraction(rate, "rate", closed_top=True)
+    check_count(minimum, "minimum")
     if population == 0:
         return 0
     return min(population, max(minimum, math.ceil(_decimal(rate) * population)))
@@ -104,8 +104,8 @@ def flat_plan(population: int, rate: float = DEFAULT_RATE, minimum: int = DEFAUL
 
 def defective_count(population: int, prevalence: float) -> int:
     """Defective items implied by a prevalence: ceil(P*N), and at least one (see module doc)."""
-    _check_count(population, "population")
-    _check_fraction(prevalence, "prevalence", closed_top=True)
+    check_count(population, "population")
+    check_fraction(prevalence, "prevalence", closed_top=True)
     if population == 0:
         return 0
     return min(population, max(1, math.ceil(_decimal(prevalence) * population)))
@@ -153,9 +153,9 @@ def detection_probability(population: int, defective: int, sample: int) -> float
     space and turned back with expm1, so it stays accurate for N = 1,000,000
     and for probabilities near 0 or 1.
     """
-    _check_count(population, "population")
-    _check_count(defective, "defective")
-    _check_count(sample, "sample")
+    check_count(population, "population")
+    check_count(defective, "defective")
+    check_count(sample, "sample")
     if defective > population or sample > population:
         raise ValueError(
             f"defective ({defective}) and sample ({sample}) cannot exceed the population ({population})"
@@ -191,9 +191,9 @@ def size_for_guarantee(population: int, prevalence: float, confidence: float) ->
     over [1, N - D + 1] finds the minimum; the comparison at the boundary is
     exact.
     """
-    _check_count(population, "population")
-    _check_fraction(prevalence, "prevalence", closed_top=False)
-    _check_fraction(confidence, "confidence", closed_top=False)
+    check_count(population, "population")
+    check_fraction(prevalence, "prevalence", closed_top=False)
+    check_fraction(confidence, "confidence", closed_top=False)
     if population == 0:
         return 0
     defective = defective_count(population, prevalence)
@@ -240,10 +240,10 @@ def allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
     """
     names = list(sizes)
     for name in names:
-        if _check_count(sizes[name], f"size of stratum {name!r}") == 0:
+        if check_count(sizes[name], f"size of stratum {name!r}") == 0:
             raise ValueError(f"stratum {name!r} is empty")
     total_size = sum(sizes.values())
-    n = min(_check_count(n, "n"), total_size)
+    n = min(check_count(n, "n"), total_size)
     if n == 0 or not names:
         return dict.fromkeys(names, 0)
     target = max(n, len(names))
@@ -380,7 +380,7 @@ def draw(
     """
     population = _population(items, exclude)
     groups = _group(population, strata) if strata is not None else None
-    n = min(_check_count(n, "n"), len(population))
+    n = min(check_count(n, "n"), len(population))
     sizes = {name: len(members) for name, members in (groups or {}).items()}
     alloc = {"": n} if groups is None else allocate(sizes, n)
     rng = random.Random(_check_seed(seed))
@@ -396,7 +396,7 @@ def _check_seed(seed: int) -> int:
 # ---------------------------------------------------------------- the plan
 
 
-def _percent(value: float) -> str:
+def percent(value: float) -> str:
     """5 for 0.05, 2.5 for 0.025: the decimal as typed, times 100, without noise."""
     return format((Decimal(repr(float(value))) * 100).normalize(), "f")
 
@@ -452,8 +452,8 @@ class Plan:
             return "0 of 0 items: the batch is empty, there is nothing to sample"
         head = f"{self.n} of {self.population} items"
         if self.method == "flat":
-            head += f" (flat {_percent(self.rate or 0)} %, at least {self.minimum})"
-        defect = f"a defect in {_percent(self.prevalence)} % of items"
+            head += f" (flat {percent(self.rate or 0)} %, at least {self.minimum})"
+        defect = f"a defect in {percent(self.prevalence)} % of items"
         if _decimal(self.prevalence) * self.population < 1:
             defect += " (at least 1 item)"
         assert self.detection_probability is not None
@@ -619,114 +619,3 @@ def make_plan(
         notes=tuple(notes),
         certain=certain,
     )
-
-
-# ---------------------------------------------------------------- estimates
-
-
-def _log_comb(a: int, b: int) -> float:
-    return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
-
-
-def _tail(population: int, defective: int, sample: int, x: int, upper: bool) -> float:
-    """P(X >= x) (upper) or P(X <= x) for the defectives X in a sample without replacement."""
-    lo = max(0, sample - (population - defective))
-    hi = min(sample, defective)
-    ks = range(max(x, lo), hi + 1) if upper else range(lo, min(x, hi) + 1)
-    base = _log_comb(population, sample)
-    terms = [
-        _log_comb(defective, k) + _log_comb(population - defective, sample - k) - base for k in ks
-    ]
-    return math.fsum(math.exp(t) for t in terms)
-
-
-def hypergeometric_interval(
-    defects: int, n: int, population: int, confidence: float = 0.95
-) -> tuple[float, float]:
-    """Exact interval for the share of defective items in the population.
-
-    Why exact (the hypergeometric analogue of Clopper-Pearson): the counts
-    here are small and often 0, where score intervals cover less than they
-    say, and the sample is drawn without replacement from a known N. The
-    bounds are defect counts D: the smallest D with P(X >= x | D) above
-    (1 - C)/2 and the largest with P(X <= x | D) above it, as shares of N;
-    so the interval covers the true share with probability at least C.
-    """
-    _check_count(defects, "defects")
-    _check_count(n, "n")
-    _check_count(population, "population")
-    _check_fraction(confidence, "confidence", closed_top=False)
-    if defects > n or n > population:
-        raise ValueError("need defects <= n <= population")
-    if n == 0:
-        return (0.0, 1.0)
-    alpha = (1 - confidence) / 2
-    most = population - (n - defects)  # the sample's passing items are not defective
-
-    def first(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-        """The smallest D in [lo, hi] with ok(D), ok being monotone (False..True)."""
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if ok(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
-
-    low = 0
-    if defects > 0:
-        low = first(defects, most, lambda d: _tail(population, d, n, defects, True) > alpha)
-    high = most
-    if defects < n:
-        # The first D whose lower tail drops to alpha or below, minus one.
-        high = (
-            first(
-                defects,
-                most + 1,
-                lambda d: d > most or _tail(population, d, n, defects, False) <= alpha,
-            )
-            - 1
-        )
-    return (low / population, max(high, low) / population)
-
-
-@dataclass(frozen=True)
-class RateEstimate:
-    """The batch's estimated defect rate from its sample, for the batch report."""
-
-    defects: int
-    sampled: int
-    population: int
-    rate: float
-    low: float
-    high: float
-    confidence: float
-    method: str = "exact (hypergeometric)"
-
-    def statement(self) -> str:
-        level = _percent(self.confidence)
-        return (
-            f"{self.defects} of {self.sampled} sampled items failed ({self.rate:.1%}); "
-            f"estimated defect rate in the {self.population} items: "
-            f"{self.low:.1%} to {self.high:.1%} at {level} % confidence"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "defects": self.defects,
-            "sampled": self.sampled,
-            "population": self.population,
-            "rate": self.rate,
-            "interval": [self.low, self.high],
-            "confidence": self.confidence,
-            "method": self.method,
-        }
-
-
-def estimate_defect_rate(
-    defects: int, sampled: int, population: int, confidence: float = 0.95
-) -> RateEstimate:
-    """Share of sampled items that failed, with an exact hypergeometric interval."""
-    low, high = hypergeometric_interval(defects, sampled, population, confidence)
-    rate = defects / sampled if sampled else 0.0
-    return RateEstimate(defects, sampled, population, rate, low, high, confidence)
