@@ -18,7 +18,7 @@ from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.types import MergedIssue
 from santa_method.state.atomic import replace_text
-from santa_method.state.slots import FIX_MARKER, run_of
+from santa_method.state.slots import FIX_MARKER, named_state, run_of
 from santa_method.state.store import load, merged_from_json, run_dir, sha256
 from santa_method.state.target import read_target, target_name
 
@@ -61,12 +61,8 @@ def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
 
 def fixer_open(instruction: str) -> bool:
     """Whether `instruction` is exactly the fixer instruction of an open fix."""
-    run_id = run_of(instruction, FIX_MARKER)
-    if run_id is None:
-        return False
-    try:
-        state = load(run_id)
-    except InputError:
+    state = named_state(instruction, FIX_MARKER)
+    if state is None:
         return False
     fixer: dict[str, Any] = state.get("fixer") or {}
     last: dict[str, Any] = state.get("last_gate") or {}

@@ -31,6 +31,17 @@ def run_of(instruction: str, marker: str) -> str | None:
     return run_id if RUN_ID.fullmatch(run_id) else None
 
 
+def named_state(instruction: str, marker: str) -> dict[str, Any] | None:
+    """The state of the run a reviewer's or fixer's instruction names, or None."""
+    run_id = run_of(instruction, marker)
+    if run_id is None:
+        return None
+    try:
+        return load(run_id)
+    except InputError:
+        return None
+
+
 def slot_stands(slot: dict[str, Any] | None) -> bool:
     """A slot keeps its reply across a re-review only if the last gate found it valid."""
     return slot is not None and slot.get("gated_valid") is True
@@ -38,19 +49,13 @@ def slot_stands(slot: dict[str, Any] | None) -> bool:
 
 def find_round(instruction: str) -> tuple[str, int] | None:
     """The open run and round whose reviewer instruction is exactly `instruction`."""
-    run_id = run_of(instruction, REVIEW_MARKER)
-    if run_id is None:
-        return None
-    try:
-        state = load(run_id)
-    except InputError:
-        return None
-    if state["status"] != "open" or not state["rounds"]:
+    state = named_state(instruction, REVIEW_MARKER)
+    if state is None or state["status"] != "open" or not state["rounds"]:
         return None
     current = state["rounds"][-1]
     if current["instruction"] != instruction.strip():
         return None
-    return run_id, current["round"]
+    return state["id"], current["round"]
 
 
 def _accepting(state: dict[str, Any], round_number: int) -> str | None:
