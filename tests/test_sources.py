@@ -30,7 +30,6 @@ def test_a_source_without_a_check_lets_no_reply_count(monkeypatch: pytest.Monkey
     monkeypatch.delitem(sources._CHECKS, "hook")
     problem = sources.provenance_problem(_state("hook"), {"agent_id": "a", "reply": "r"})
     assert problem is not None and "no check" in problem
-    monkeypatch.setitem(sources._CHECKS, "hook", provenance.hook_provenance)
 
 
 def test_only_known_sources_take_a_check() -> None:
