@@ -16,7 +16,8 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
-from santa_method.headless.loop import RoundRecord, VerifyResult, verify, verify_sync
+from santa_method.headless.loop import verify, verify_sync
+from santa_method.headless.results import RoundRecord, VerifyResult
 
 __all__ = [
     "Backend",

@@ -1,12 +1,13 @@
 """The headless loop: the run state of part 2, driven by a model backend.
 
-Why it delegates every decision: the state machine in `state/runs.py` owns
-the rounds, the gate, the caps and escalation, exactly as inside Claude
-Code, so a headless run can neither skip a step nor ship without a NICE
-gate. This module only does what a person or the orchestrating model does
-there: spawn reviewers (concurrently, each a fresh conversation), hand an
-invalid reply back to its reviewer (up to 2 times) and an unverified quote
-once, store replies, call the fixer, log the fix, open the next round.
+Why it delegates every decision: the run state machine (`state/runs.py`
+gathers it) owns the rounds, the gate, the caps and escalation, exactly as
+inside Claude Code, so a headless run can neither skip a step nor ship
+without a NICE gate. This module only does what a person or the
+orchestrating model does there: spawn reviewers (`reviewing.py`: each a
+fresh conversation, concurrently, re-asked on an invalid reply), store
+replies, call the fixer, log the fix, open the next round, and answer a
+`VerifyResult` (`results.py`).
 
 Fail-closed: a backend error or any other exception ends the run escalated
 (never shipped) and propagates; a pre-check failure raises RefusedError
@@ -18,410 +19,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import os
 import secrets
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from santa_method.core import assignment as texts
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
-from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
-from santa_method.core.schema import strict_schema
-from santa_method.core.types import Rubric, ValidationResult
-from santa_method.headless.backends.base import (
-    Backend,
-    FixRequest,
-    FollowUp,
-    ReviewReply,
-    ReviewRequest,
-    Tokens,
-    require_prerequisites,
-)
+from santa_method.core.types import Rubric
+from santa_method.headless.backends.base import Backend, FixRequest, require_prerequisites
 from santa_method.headless.change import Change, fix_change, open_change
+from santa_method.headless.results import RoundRecord, VerifyResult
+from santa_method.headless.reviewing import EventHook, LoopRun, models_for, resolve_backend
 from santa_method.state import locks, runs
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import keep_fix, unreviewed_fix
 
-MAX_REASKS = 2
-EventHook = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class ReviewerRecord:
-    label: str
-    model: str | None
-    valid: bool
-    verdict: str | None
-    asks: int
-    errors: tuple[str, ...]
-    tokens: Tokens
-    cost_usd: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "model": self.model,
-            "valid": self.valid,
-            "verdict": self.verdict,
-            "asks": self.asks,
-            "errors": list(self.errors),
-            "tokens": self.tokens.to_json(),
-            "cost_usd": self.cost_usd,
-        }
-
-
-@dataclass(frozen=True)
-class RoundRecord:
-    """One gate of the run (a re-review of the same round is a new record)."""
-
-    round: int
-    verdict: str
-    next: str
-    issues: tuple[dict[str, Any], ...]
-    reviewers: tuple[ReviewerRecord, ...]
-    reasons: tuple[str, ...] = ()
-    fix: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "round": self.round,
-            "verdict": self.verdict,
-            "next": self.next,
-            "issues": list(self.issues),
-            "reviewers": [r.to_json() for r in self.reviewers],
-            "reasons": list(self.reasons),
-            "fix": self.fix,
-        }
-
-
-@dataclass
-class VerifyResult:
-    """What `verify` answers. `verdict` is NICE only after a NICE gate was logged as shipped."""
-
-    verdict: Literal["NICE", "ESCALATED"]
-    run_id: str
-    rounds: int
-    history: list[RoundRecord]
-    output: str
-    output_path: str
-    report: str | None
-    tokens: Tokens
-    cost_usd: float | None
-    backend: str
-    warnings: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    target: str = ""
-    """What was verified: the file the caller named, or `diff:REV` for a change."""
-    questions: list[dict[str, Any]] = field(default_factory=list)
-    """What the fixer asked a person (reason `needs-input`): n, key, criterion, question."""
-
-    @property
-    def issues(self) -> list[dict[str, Any]]:
-        """The problems (merged flags) of the last gate (empty when NICE)."""
-        return list(self.history[-1].issues) if self.history else []
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "run_id": self.run_id,
-            "rounds": self.rounds,
-            "issues": self.issues,
-            "history": [r.to_json() for r in self.history],
-            "output_path": self.output_path,
-            "report": self.report,
-            "tokens": self.tokens.to_json(),
-            "cost_usd": self.cost_usd,
-            "backend": self.backend,
-            "warnings": self.warnings,
-            "reasons": self.reasons,
-            "target": self.target,
-            "questions": self.questions,
-        }
-
-
-def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
-    """A backend instance from a name (`anthropic`, `claude`) or the instance itself."""
-    if not isinstance(backend, str):
-        return backend
-    if backend == "anthropic":
-        from santa_method.headless.backends.anthropic import AnthropicBackend
-
-        return AnthropicBackend(**options)
-    if backend == "claude":
-        from santa_method.headless.backends.claude import ClaudeBackend
-
-        return ClaudeBackend(**options)
-    if backend == "anthropic-batch":
-        from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
-
-        if "state_path" not in options:
-            raise InputError(
-                "the anthropic-batch backend needs state_path= (where its batches are kept)"
-            )
-        return AnthropicBatchBackend(**options)
-    raise InputError(f"unknown backend '{backend}'; use 'anthropic', 'claude' or 'anthropic-batch'")
-
-
-def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
-    """Model per reviewer label: the list is read in order and repeats (as in the config)."""
-    if not models:
-        return {label: None for label in labels}
-    return {label: models[i % len(models)] for i, label in enumerate(labels)}
-
-
-class _Run:
-    """The mutable bookkeeping of one `verify` call."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        rubric: Rubric,
-        *,
-        models: dict[str, str | None],
-        fixer_model: str | None,
-        timeout: float | None,
-        cache_warm: bool,
-        project_dir: str,
-        on_event: EventHook | None,
-    ) -> None:
-        self.backend = backend
-        self.rubric = rubric
-        self.models = models
-        self.fixer_model = fixer_model
-        self.timeout = timeout
-        self.cache_warm = cache_warm
-        self.project_dir = project_dir
-        self.on_event = on_event
-        self.schema = strict_schema(rubric.ids)
-        self.tokens = Tokens()
-        self.cost: float | None = 0.0
-        self.unlogged_cost = 0.0
-        self.unlogged_tokens = Tokens()
-        self.history: list[RoundRecord] = []
-        self.warnings: list[str] = []
-
-    def emit(self, kind: str, **data: Any) -> None:
-        if self.on_event is not None:
-            with contextlib.suppress(Exception):  # a broken live view must not break the run
-                self.on_event(kind, data)
-
-    def spend(self, tokens: Tokens, cost: float | None, *, logged: bool) -> None:
-        self.tokens = self.tokens + tokens
-        if cost is None:
-            if self.cost is not None:
-                self.warnings.append(
-                    f"the {self.backend.name} backend reported no cost for a call; "
-                    "the money budget cannot be enforced"
-                )
-            self.cost = None
-        elif self.cost is not None:
-            self.cost += cost
-        if not logged:
-            self.unlogged_tokens = self.unlogged_tokens + tokens
-            self.unlogged_cost += cost or 0.0
-
-    def take_unlogged(self) -> dict[str, Any]:
-        data = {
-            "tokens": self.unlogged_tokens.to_json()["total"],
-            "token_detail": self.unlogged_tokens.to_json(),
-        }
-        data["cost_usd"] = round(self.unlogged_cost, 8) if self.cost is not None else None
-        self.unlogged_tokens, self.unlogged_cost = Tokens(), 0.0
-        return data
-
-    async def call(self, what: str, coro: Any, *, queued: bool = False) -> Any:
-        """One backend call under the per-call timeout; every failure is a BackendError.
-
-        A `queued` call (a review waiting in a Message Batch, for hours maybe)
-        is not timed as a whole: the backend times its own HTTP calls.
-        """
-        try:
-            if self.timeout and not queued:
-                async with asyncio.timeout(self.timeout):
-                    return await coro
-            return await coro
-        except BackendError:
-            raise
-        except TimeoutError:
-            raise BackendError(f"{what} timed out after {self.timeout:g}s") from None
-
-    # -- reviewers ----------------------------------------------------------
-
-    def _validate(self, reply: ReviewReply, output: str, canary: str) -> ValidationResult:
-        if reply.failure:
-            return ValidationResult(False, (reply.failure,))
-        if reply.obj is not None:
-            return validate_object(reply.obj, rubric=self.rubric, output=output, canary=canary)
-        return validate_reply(reply.text, rubric=self.rubric, output=output, canary=canary)
-
-    async def review_slot(
-        self,
-        label: str,
-        *,
-        prefix: str,
-        round_part: str,
-        output: str,
-        canary: str,
-        on_started: Callable[[], None] | None,
-    ) -> tuple[str, ValidationResult, ReviewerRecord]:
-        """One reviewer, re-asked as ARCHITECTURE.md says ("Re-asking"); returns (reply text, result, record)."""
-        model = self.models.get(label)
-        followups: list[FollowUp] = []
-        session: str | None = None
-        tokens, cost = Tokens(), 0.0
-        cost_known = True
-        invalid_asks = quote_asks = 0
-        self.emit("reviewer_start", label=label, model=model)
-        while True:
-            request = ReviewRequest(
-                prefix=prefix,
-                round_part=round_part,
-                schema=self.schema,
-                model=model,
-                timeout=self.timeout,
-                project_dir=self.project_dir,
-                label=label,
-                followups=tuple(followups),
-                session=session,
-                on_started=on_started if not followups else None,
-            )
-            reply = await self.call(
-                f"reviewer {label}",
-                self.backend.review(request),
-                queued=bool(getattr(self.backend, "queued", False)),
-            )
-            on_started = None
-            tokens = tokens + reply.tokens
-            if reply.cost_usd is None:
-                cost_known = False
-            else:
-                cost += reply.cost_usd
-            session = reply.session or session
-            text = (
-                json.dumps(reply.obj, ensure_ascii=False) if reply.obj is not None else reply.text
-            )
-            result = self._validate(reply, output, canary)
-            if reply.failure:
-                break
-            if not result.valid and invalid_asks < MAX_REASKS:
-                invalid_asks += 1
-                feedback = (
-                    "Your reply is not a valid review:\n- "
-                    + "\n- ".join(result.errors)
-                    + "\nReply again with the corrected review JSON only."
-                )
-                followups.append(FollowUp(text, feedback))
-                self.emit("reviewer_reask", label=label, errors=list(result.errors))
-                continue
-            if result.valid and result.review is not None and quote_asks < 1:
-                messages = unverified_quote_messages(result.review)
-                if messages:
-                    quote_asks += 1
-                    feedback = (
-                        "Some quotes are not in the output under review:\n- "
-                        + "\n- ".join(messages)
-                        + "\nQuote exactly or withdraw each such issue, and reply with the whole "
-                        "review JSON again."
-                    )
-                    followups.append(FollowUp(text, feedback))
-                    self.emit("reviewer_reask", label=label, errors=messages)
-                    continue
-            break
-        record = ReviewerRecord(
-            label=label,
-            model=reply.model or model,
-            valid=result.valid,
-            verdict=result.verdict if result.valid else None,
-            asks=1 + len(followups),
-            errors=result.errors,
-            tokens=tokens,
-            cost_usd=cost if cost_known else None,
-        )
-        self.emit("reviewer_done", **record.to_json())
-        return text, result, record
-
-    async def review_round(
-        self, labels: Sequence[str], prefix: str, round_part: str, output: str, canary: str
-    ) -> list[tuple[str, ValidationResult, ReviewerRecord]]:
-        """All open slots concurrently; with cache_warm the others wait for the first stream."""
-
-        async def slot(label: str, on_started: Callable[[], None] | None = None) -> Any:
-            return await self.review_slot(
-                label,
-                prefix=prefix,
-                round_part=round_part,
-                output=output,
-                canary=canary,
-                on_started=on_started,
-            )
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                if self.cache_warm and len(labels) > 1:
-                    started = asyncio.Event()
-                    first = group.create_task(slot(labels[0], started.set))
-                    waiter = asyncio.ensure_future(started.wait())
-                    await asyncio.wait({first, waiter}, return_when=asyncio.FIRST_COMPLETED)
-                    waiter.cancel()
-                    rest = [group.create_task(slot(label)) for label in labels[1:]]
-                    tasks = [first, *rest]
-                else:
-                    tasks = [group.create_task(slot(label)) for label in labels]
-        except BaseExceptionGroup as group:
-            # One failed reviewer cancels the others; surface its own error.
-            raise first_error(group) from None
-        return [t.result() for t in tasks]
-
-
-async def review_once(
-    backend: Backend,
-    rubric: Rubric,
-    *,
-    prefix: str,
-    round_part: str,
-    output: str,
-    canary: str,
-    model: str | None = None,
-    timeout: float | None = None,
-    project_dir: str = ".",
-    label: str = "screen",
-) -> tuple[ValidationResult, ReviewerRecord]:
-    """One reviewer outside a run (a batch's screen), re-asked exactly as in a run."""
-    run = _Run(
-        backend,
-        rubric,
-        models={label: model},
-        fixer_model=None,
-        timeout=timeout,
-        cache_warm=False,
-        project_dir=project_dir,
-        on_event=None,
-    )
-    _text, result, record = await run.review_slot(
-        label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
-    )
-    return result, record
-
-
-def first_error(group: BaseExceptionGroup) -> BaseException:
-    """The error to report from a task group: a BackendError first (it has
-    the sentence a person acts on), else the first one raised."""
-    errors = list(_leaves(group))
-    return next((e for e in errors if isinstance(e, BackendError)), errors[0])
-
-
-def _leaves(group: BaseExceptionGroup) -> Any:
-    for error in group.exceptions:
-        if isinstance(error, BaseExceptionGroup):
-            yield from _leaves(error)
-        else:
-            yield error
+__all__ = ["RoundRecord", "VerifyResult", "verify", "verify_sync"]
 
 
 def _working_copy(
@@ -534,7 +152,7 @@ async def verify(
                 f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
                 "kept; use a model in the price table or drop the budget"
             )
-    run = _Run(
+    run = LoopRun(
         impl,
         resolved,
         models=per_label,
@@ -633,7 +251,7 @@ async def verify(
 
 
 async def _guarded(
-    run: _Run,
+    run: LoopRun,
     impl: Backend,
     opened: Any,
     working: Path | Change,
@@ -678,7 +296,7 @@ def _escalate_quietly(run_id: str, reason: str) -> None:
 
 
 async def _drive(
-    run: _Run, opened: Any, working: Path | Change, max_cost_usd: float | None
+    run: LoopRun, opened: Any, working: Path | Change, max_cost_usd: float | None
 ) -> VerifyResult:
     run_id = opened.run_id
     rubric_md = (runs.run_dir(run_id) / "rubric.md").read_text(encoding="utf-8")
@@ -787,7 +405,12 @@ async def _drive(
 
 
 async def _fix(
-    run: _Run, run_id: str, round_number: int, fixer_path: str, output: str, working: Path | Change
+    run: LoopRun,
+    run_id: str,
+    round_number: int,
+    fixer_path: str,
+    output: str,
+    working: Path | Change,
 ) -> Any:
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = Path(fixer_path).read_text(encoding="utf-8")
@@ -841,7 +464,9 @@ async def _fix(
     return fix, None
 
 
-def _stopped(run: _Run, run_id: str, working: Path | Change, stop: dict[str, Any]) -> VerifyResult:
+def _stopped(
+    run: LoopRun, run_id: str, working: Path | Change, stop: dict[str, Any]
+) -> VerifyResult:
     """The run ended at its fix: a question for a person, or a fix that fixed nothing."""
     questions = list(stop.get("questions") or [])
     result = _escalated(run, run_id, working, None, [str(stop["reason"])])
@@ -849,7 +474,7 @@ def _stopped(run: _Run, run_id: str, working: Path | Change, stop: dict[str, Any
     return result
 
 
-async def _resume_point(run: _Run, run_id: str, working: Path | Change) -> Any:
+async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> Any:
     """Where an interrupted run goes on: its open round, its pending fix, or
     the round its last gate asked for; None when there is nothing to resume."""
     opened = runs.reopen(run_id)
@@ -881,7 +506,7 @@ async def _resume_point(run: _Run, run_id: str, working: Path | Change) -> Any:
 
 
 def _escalated(
-    run: _Run, run_id: str, working: Path | Change, report: str | None, reasons: list[str]
+    run: LoopRun, run_id: str, working: Path | Change, report: str | None, reasons: list[str]
 ) -> VerifyResult:
     if report is None:
         from santa_method.state.report import write_report
@@ -895,7 +520,7 @@ def _escalated(
 
 
 def _result(
-    run: _Run,
+    run: LoopRun,
     run_id: str,
     verdict: Literal["NICE", "ESCALATED"],
     working: Path | Change,

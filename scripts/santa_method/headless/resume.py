@@ -18,7 +18,9 @@ from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.headless.backends.base import Backend
-from santa_method.headless.loop import EventHook, VerifyResult, verify
+from santa_method.headless.loop import verify
+from santa_method.headless.results import VerifyResult
+from santa_method.headless.reviewing import EventHook
 from santa_method.state import locks, runs
 from santa_method.state import log as runlog
 from santa_method.state.paths import santa_dir

@@ -1,0 +1,496 @@
+"""One `verify_batch` call at work: its waves, items, screens and budget.
+
+Why apart from `batch.py` (which checks the arguments and opens or resumes
+the batch): this is the part that spends money. Each sampled item is
+verified by `verify()`, the same loop and run state as `santa run`; the
+batch's rules (what failed, what is systemic, what comes next) are the
+pure functions of core/batch.py, applied by the Book of state/batches.py;
+everything decided is saved before it is acted on, so an interrupted batch
+resumes without paying twice.
+
+A screen is one reviewer judging one item on one criterion (the systemic
+one), with the same schema, checks and re-asks as a run's reviewers; an
+item it flags goes to the fixer with those flags only. Screens never ship
+anything: the fresh sample that follows is what the verdict rests on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from santa_method.core import assignment as texts
+from santa_method.core import batch as rules
+from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.merge import flags_of, merge_flags
+from santa_method.core.types import Rubric
+from santa_method.headless.backends.base import Backend, FixRequest, Tokens
+from santa_method.headless.loop import verify
+from santa_method.headless.results import BatchResult
+from santa_method.headless.reviewing import EventHook, first_error, review_once
+from santa_method.state import batches, runs
+from santa_method.state.atomic import replace_text
+
+
+def _usd(value: float) -> str:
+    return f"${value:.2f}" if value >= 1 else f"${value:.4f}"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class BatchRun:
+    """One `verify_batch` call: verifies and screens; the Book keeps the rules."""
+
+    def __init__(
+        self,
+        book: batches.Book,
+        impl: Backend,
+        rubric: Rubric,
+        spec: str,
+        settings: dict[str, Any],
+        on_event: EventHook | None,
+    ) -> None:
+        self.book = book
+        self.state = book.state
+        self.store = book.store
+        self.impl = impl
+        self.rubric = rubric
+        self.spec = spec
+        self.s = settings
+        self.on_event = on_event
+        self.tokens = Tokens(**self.state.get("tokens", {}))
+        self.reserved = 0.0
+        # What jobs cost so far (a resumed batch starts from what it knows).
+        self.costs: dict[str, list[float]] = {
+            "item": [o.cost_usd for o in book.outcomes() if o.cost_usd is not None],
+            "screen": [
+                e["cost_usd"] + (e.get("fix_cost_usd") or 0.0)
+                for w in book.waves
+                for by_item in w["screens"].values()
+                for e in by_item.values()
+                if e.get("cost_usd") is not None
+            ],
+        }
+        self.probes: dict[str, asyncio.Event] = {}
+        self.stop_reason: str | None = None
+        self.warnings: list[str] = []
+
+    @property
+    def batch_id(self) -> str:
+        return self.book.batch_id
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):  # a broken progress bar must not break the batch
+                self.on_event(kind, data)
+
+    def save(self) -> None:
+        self.state["tokens"] = {k: v for k, v in self.tokens.to_json().items() if k != "total"}
+        self.book.save()
+
+    def spend(self, tokens: Tokens, cost: float | None) -> None:
+        self.tokens = self.tokens + tokens
+        if cost is None or self.state["cost_usd"] is None:
+            self.state["cost_usd"] = None
+        else:
+            self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 8)
+
+    async def run(self) -> BatchResult:
+        concluded = self.book.concluded()
+        if concluded is not None:  # interrupted between a decision and the verdict
+            return self.finish(concluded)
+        while True:
+            wave = self.book.current() or self.book.draw()
+            self.emit(
+                "wave_start",
+                number=wave["number"],
+                n=len(wave["items"]),
+                statement=wave["plan"]["statement"],
+                done=len(wave["outcomes"]),
+            )
+            await self.verify_wave(wave)
+            decision = self.book.decide(wave)
+            if decision.step == "screen" and not self.stop_reason:
+                await self.screen(wave, decision.criteria)
+                if not self.stop_reason:
+                    wave["screened"] = True
+                    decision = self.book.decide(wave)
+            if self.stop_reason:
+                decision = rules.Decision("escalate", reasons=(self.stop_reason,))
+            self.save()
+            self.book.conclude(wave, decision)
+            self.emit("decision", wave=wave["number"], **decision.to_json())
+            if decision.step != "resample":
+                return self.finish(decision)
+
+    # -- verifying items ----------------------------------------------------------
+
+    # The budget: a job (an item's loop, a screen) starts only when the money
+    # left, minus what the jobs in flight are expected to cost, pays for it.
+    # The first job of each kind runs alone, to learn what one costs.
+
+    async def admit(self, kind: str) -> float | None:
+        """Reserve the expected cost of one job; None when the budget cannot pay."""
+        budget = self.s["max_cost_usd"]
+        if budget is None:
+            return 0.0
+        mine: asyncio.Event | None = None
+        while not self.costs[kind] and not self.stop_reason:
+            probe = self.probes.get(kind)
+            if probe is None or probe.is_set():
+                # This job is the probe (again, if an earlier one learned nothing).
+                mine = self.probes[kind] = asyncio.Event()
+                break
+            await probe.wait()
+        estimate = self.estimate(kind)
+        spent = self.state["cost_usd"]
+        if not self.stop_reason and spent is None:
+            self.stop_reason = "the cost of a call is unknown, so the budget cannot be kept"
+        elif not self.stop_reason and spent + self.reserved + estimate > budget:
+            what = "items" if kind == "item" else "screens"
+            self.stop_reason = (
+                f"the budget of {_usd(budget)} cannot pay for more {what} "
+                f"(spent {_usd(spent)}, {_usd(self.reserved)} more in flight; "
+                f"one may cost {_usd(estimate)})"
+            )
+        if self.stop_reason:
+            if mine is not None:
+                mine.set()  # never leave the others waiting on a probe that will not run
+            return None
+        self.reserved += estimate
+        return estimate
+
+    def estimate(self, kind: str) -> float:
+        """What the next job may cost, erring high: an item that fails costs up
+        to max_fixes more rounds (and fixes) than the ones seen so far."""
+        known = self.costs[kind]
+        if not known:
+            return 0.0
+        if kind == "screen":
+            return max(known)
+        return max(max(known), sum(known) / len(known) * (1 + self.s["max_fixes"]))
+
+    def settle(self, kind: str, estimate: float, cost: float | None) -> None:
+        """Release a job's reservation and learn from what it cost."""
+        self.reserved -= estimate
+        if cost:  # a job that cost nothing (refused) teaches nothing about the next
+            self.costs[kind].append(cost)
+        probe = self.probes.get(kind)
+        if probe is not None:
+            probe.set()
+
+    def left_for(self, estimate: float) -> float | None:
+        """What one admitted job may spend (its loop stops before a fix it cannot pay)."""
+        budget = self.s["max_cost_usd"]
+        if budget is None:
+            return None
+        spent = self.state["cost_usd"] or 0.0
+        return max(budget - spent - (self.reserved - estimate), 1e-9)
+
+    async def gather(self, jobs: Sequence[Any]) -> None:
+        """Run jobs under the concurrency limit; the first BackendError wins."""
+        limit = asyncio.Semaphore(self.s["concurrency"] or max(1, len(jobs)))
+
+        async def limited(job: Any) -> None:
+            async with limit:
+                await job()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for job in jobs:
+                    group.create_task(limited(job))
+        except BaseExceptionGroup as group:
+            raise first_error(group) from None
+
+    async def verify_wave(self, wave: dict[str, Any]) -> None:
+        todo = [i for i in wave["items"] if i not in wave["outcomes"]]
+        await self.gather([self._item_job(wave, item) for item in todo])
+
+    def _item_job(self, wave: dict[str, Any], item: str) -> Callable[[], Any]:
+        async def job() -> None:
+            ended = wave["running"].get(item)
+            if ended and runs.load(ended)["status"] != "open":
+                # Paid for already (before an interruption): count it, whatever the budget.
+                paid = self._record(
+                    wave,
+                    item,
+                    self.store.text(item),
+                    ended,
+                    Tokens(),
+                    runs.load(ended)["status"] == "shipped",
+                )
+                self.settle("item", 0.0, paid)
+                return
+            estimate = await self.admit("item")
+            if estimate is None:
+                wave["skipped"].append(item)
+                self.emit("item_skipped", item=item, reason=self.stop_reason)
+                return
+            cost: float | None = None
+            try:
+                cost = await self._verify_item(wave, item, self.left_for(estimate))
+            finally:
+                self.settle("item", estimate, cost)
+
+        return job
+
+    async def _verify_item(
+        self, wave: dict[str, Any], item: str, left: float | None
+    ) -> float | None:
+        text = self.store.text(item)
+        resume_run = wave["running"].get(item)
+
+        def seen(kind: str, data: dict[str, Any]) -> None:
+            if kind == "run_start":
+                wave["running"][item] = data["run_id"]
+                self.save()
+
+        self.emit("item_start", item=item)
+        try:
+            result = await self._verify(item, text, resume_run, left, seen)
+        except BackendError as exc:
+            run_id = wave["running"].get(item)
+            if exc.transient or run_id is None:
+                raise  # the batch stops, resumable; the run stays open
+            # A call that fails the same way every time: its run was escalated,
+            # and the batch goes on without paying for it again.
+            self.warnings.append(f"item {item}: {exc}")
+            return self._record(wave, item, text, run_id, Tokens(), False)
+        except RefusedError as exc:
+            # This item cannot be verified (e.g. it is empty); the batch goes on
+            # and cannot be accepted with it (an escalated item never is).
+            outcome = rules.ItemOutcome(item=item, run_id=None, status="escalated", reason=str(exc))
+            wave["outcomes"][item] = outcome.to_json()
+            self.save()
+            batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+            self.emit("item_done", **outcome.to_json())
+            return 0.0
+        return self._record(
+            wave, item, text, result.run_id, result.tokens, result.verdict == "NICE"
+        )
+
+    def change(self, item: str, before: str, after: str, **why: Any) -> str:
+        """Store an item's new text and log the change; returns where it is."""
+        where = self.store.write(item, after)
+        batches.event(
+            self.batch_id,
+            "fix",
+            item=item,
+            before_sha256=_digest(before),
+            after_sha256=_digest(after),
+            path=where,
+            **why,
+        )
+        return where
+
+    def _record(
+        self,
+        wave: dict[str, Any],
+        item: str,
+        text: str,
+        run_id: str,
+        tokens: Tokens,
+        shipped: bool,
+    ) -> float | None:
+        """Save a finished run as the item's outcome, and its fixed output.
+
+        From the run's state and log, not from this process's view of it: a
+        resumed run's first round (and its cost) happened in another process.
+        """
+        outcome = batches.outcome_of_run(item, run_id)
+        self.spend(tokens, outcome.cost_usd)
+        output = Path(runs.load(run_id)["target"]["path"]).read_text(encoding="utf-8")
+        if shipped and output != text:
+            self.change(item, text, output, via="run", run_id=run_id)
+        wave["outcomes"][item] = outcome.to_json()
+        wave["running"].pop(item, None)
+        self.save()
+        batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+        self.emit("item_done", **outcome.to_json())
+        return outcome.cost_usd
+
+    async def _verify(
+        self, item: str, text: str, resume_run: str | None, left: float | None, seen: Any
+    ) -> Any:
+        return await verify(
+            self.spec,
+            text,
+            rubric=self.rubric,
+            reviewers=self.s["reviewers"],
+            models=self.s["models"],
+            backend=self.impl,
+            max_fixes=self.s["max_fixes"],
+            max_cost_usd=left if left is not None else None,
+            timeout=self.s["timeout"],
+            log=self.s["log"],
+            on_event=seen,
+            project_dir=self.s["project_dir"],
+            resume_run=resume_run,
+            close_backend=False,
+            resumable=True,
+        )
+
+    # -- screening ----------------------------------------------------------------
+
+    async def screen(self, wave: dict[str, Any], criteria: Sequence[str]) -> None:
+        from santa_method.core.rubric import render_markdown
+
+        candidates = self.book.unverified()
+        for criterion in criteria:
+            chosen = next(c for c in self.rubric.criteria if c.id == criterion)
+            narrow = Rubric(name=f"{self.rubric.name}:{criterion}", criteria=(chosen,))
+            screens = wave["screens"].setdefault(criterion, {})
+            todo = [i for i in candidates if i not in screens]
+            self.emit("screen_start", criterion=criterion, items=len(candidates), done=len(screens))
+            markdown = render_markdown(narrow)
+            jobs = [self._screen_job(wave, narrow, markdown, criterion, i) for i in todo]
+            await self.gather(jobs)
+            if self.stop_reason:
+                return
+
+    def _boundary(self, criterion: str, text: str) -> str:
+        """Derived, not drawn: a resumed screen must send the same request."""
+        for attempt in range(100):
+            token = "SANTA-" + _digest(self.batch_id, criterion, str(attempt))[:16].upper()
+            if token not in text and token not in self.spec:
+                return token
+        raise InputError("cannot find a fence marker absent from the item")  # pragma: no cover
+
+    def _screen_job(
+        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+    ) -> Callable[[], Any]:
+        async def job() -> None:
+            estimate = await self.admit("screen")
+            if estimate is None:
+                return
+            cost: float | None = None
+            try:
+                cost = await self._screen_one(wave, narrow, markdown, criterion, item)
+            except BackendError as exc:
+                if exc.transient:
+                    raise
+                entry = {
+                    "result": "unusable",
+                    "fixed": False,
+                    "cost_usd": None,
+                    "errors": [str(exc)],
+                }
+                wave["screens"][criterion][item] = entry
+                self.save()
+                batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
+            finally:
+                self.settle("screen", estimate, cost)
+
+        return job
+
+    async def _screen_one(
+        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+    ) -> float | None:
+        """One screen (and its fix when flagged); returns what it cost."""
+        text = self.store.text(item)
+        boundary = self._boundary(criterion, text)
+        canary = _digest(self.batch_id, str(wave["number"]), item, criterion, "canary")[:24]
+        result, record = await review_once(
+            self.impl,
+            narrow,
+            prefix=texts.reviewer_prefix(markdown, self.spec, boundary),
+            round_part=texts.screening_round_part(
+                batch_id=self.batch_id,
+                criterion=criterion,
+                output=text,
+                boundary=boundary,
+                canary=canary,
+            ),
+            output=text,
+            canary=canary,
+            model=self.s["screen_model"],
+            timeout=self.s["timeout"],
+            project_dir=self.s["project_dir"],
+        )
+        self.spend(record.tokens, record.cost_usd)
+        entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
+        if not result.valid or result.review is None:
+            entry.update(result="unusable", errors=list(result.errors)[:5])
+        elif result.verdict == "PASS":
+            entry.update(result="clean")
+        else:
+            entry.update(result="flagged")
+            entry.update(await self._fix(wave, item, criterion, text, result.review, boundary))
+        wave["screens"][criterion][item] = entry
+        self.save()
+        batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
+        self.emit("screened", item=item, criterion=criterion, **entry)
+        costs = [entry["cost_usd"], entry.get("fix_cost_usd", 0.0)]
+        return None if None in costs else sum(costs)
+
+    async def _fix(
+        self, wave: dict[str, Any], item: str, criterion: str, text: str, review: Any, boundary: str
+    ) -> dict[str, Any]:
+        flags = merge_flags(flags_of("screen", review), text)
+        assignment = texts.fixer_assignment(
+            run_id=f"batch {self.batch_id}",
+            round_number=wave["number"],
+            target=json.dumps(item, ensure_ascii=False),
+            output=text,
+            flags=flags,
+            boundary=boundary,
+            spec=self.spec,
+        )
+        scratch = self.store.folder / "work" / f"fix-{_digest(item, criterion)[:12]}.txt"
+        replace_text(scratch, text)
+        request = FixRequest(
+            assignment=assignment,
+            target_path=str(scratch),
+            output=text,
+            model=self.s["fixer_model"],
+            timeout=self.s["timeout"],
+            project_dir=self.s["project_dir"],
+        )
+        try:
+            async with asyncio.timeout(self.s["timeout"]):  # None: no limit
+                reply = await self.impl.fix(request)
+        except TimeoutError:
+            raise BackendError(
+                f"the screen's fixer timed out after {self.s['timeout']:g}s"
+            ) from None
+        self.spend(reply.tokens, reply.cost_usd)
+        new = reply.output if reply.output is not None else scratch.read_text(encoding="utf-8")
+        scratch.unlink(missing_ok=True)
+        # Whitespace alone is no fix (it must not earn the batch a fresh sample).
+        changed = " ".join(new.split()) != " ".join(text.split()) and bool(new.strip())
+        data: dict[str, Any] = {
+            "fixed": changed,
+            "fix_cost_usd": reply.cost_usd,
+            "flags": len(flags),
+            "notes": reply.notes[:2000],
+        }
+        if changed:
+            data["path"] = self.change(
+                item, text, new, via="screen", criterion=criterion, notes=reply.notes[:2000]
+            )
+        return data
+
+    # -- the verdict ----------------------------------------------------------------
+
+    def finish(self, decision: rules.Decision) -> BatchResult:
+        budget, spent = self.s["max_cost_usd"], self.state["cost_usd"]
+        if decision.step == "accept" and budget is not None and (spent is None or spent > budget):
+            decision = rules.Decision(
+                "escalate",
+                reasons=(
+                    f"spent {_usd(spent)} of a budget of {_usd(budget)}"
+                    if spent is not None
+                    else "the cost is unknown, so the budget was not kept",
+                ),
+            )
+        self.save()
+        data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
+        self.emit("batch_done", verdict=data["verdict"], report=data["report"])
+        return BatchResult(data)

@@ -1,0 +1,312 @@
+"""The reviewers of a run: backend calls, their cost, and the re-asks.
+
+Why apart from the loop: a batch's screens are reviewers too (one reviewer
+outside any run, `review_once`), re-asked exactly as a run's are, so the
+code that asks a backend for a review, checks the reply, hands an invalid
+one back (up to 2 times) and an unverified quote once, and counts what
+each call cost lives in one place. Nothing is decided here: the loop
+(`loop.py`) stores what this module returns, and the run state gates it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from santa_method.core.errors import BackendError, InputError
+from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
+from santa_method.core.schema import strict_schema
+from santa_method.core.types import Rubric, ValidationResult
+from santa_method.headless.backends.base import (
+    Backend,
+    FollowUp,
+    ReviewReply,
+    ReviewRequest,
+    Tokens,
+)
+from santa_method.headless.results import ReviewerRecord, RoundRecord
+
+MAX_REASKS = 2
+EventHook = Callable[[str, dict[str, Any]], None]
+
+
+def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
+    """A backend instance from a name (`anthropic`, `claude`) or the instance itself."""
+    if not isinstance(backend, str):
+        return backend
+    if backend == "anthropic":
+        from santa_method.headless.backends.anthropic import AnthropicBackend
+
+        return AnthropicBackend(**options)
+    if backend == "claude":
+        from santa_method.headless.backends.claude import ClaudeBackend
+
+        return ClaudeBackend(**options)
+    if backend == "anthropic-batch":
+        from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
+
+        if "state_path" not in options:
+            raise InputError(
+                "the anthropic-batch backend needs state_path= (where its batches are kept)"
+            )
+        return AnthropicBatchBackend(**options)
+    raise InputError(f"unknown backend '{backend}'; use 'anthropic', 'claude' or 'anthropic-batch'")
+
+
+def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
+    """Model per reviewer label: the list is read in order and repeats (as in the config)."""
+    if not models:
+        return {label: None for label in labels}
+    return {label: models[i % len(models)] for i, label in enumerate(labels)}
+
+
+class LoopRun:
+    """The mutable bookkeeping of one `verify` call."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        rubric: Rubric,
+        *,
+        models: dict[str, str | None],
+        fixer_model: str | None,
+        timeout: float | None,
+        cache_warm: bool,
+        project_dir: str,
+        on_event: EventHook | None,
+    ) -> None:
+        self.backend = backend
+        self.rubric = rubric
+        self.models = models
+        self.fixer_model = fixer_model
+        self.timeout = timeout
+        self.cache_warm = cache_warm
+        self.project_dir = project_dir
+        self.on_event = on_event
+        self.schema = strict_schema(rubric.ids)
+        self.tokens = Tokens()
+        self.cost: float | None = 0.0
+        self.unlogged_cost = 0.0
+        self.unlogged_tokens = Tokens()
+        self.history: list[RoundRecord] = []
+        self.warnings: list[str] = []
+
+    def emit(self, kind: str, **data: Any) -> None:
+        if self.on_event is not None:
+            with contextlib.suppress(Exception):  # a broken live view must not break the run
+                self.on_event(kind, data)
+
+    def spend(self, tokens: Tokens, cost: float | None, *, logged: bool) -> None:
+        self.tokens = self.tokens + tokens
+        if cost is None:
+            if self.cost is not None:
+                self.warnings.append(
+                    f"the {self.backend.name} backend reported no cost for a call; "
+                    "the money budget cannot be enforced"
+                )
+            self.cost = None
+        elif self.cost is not None:
+            self.cost += cost
+        if not logged:
+            self.unlogged_tokens = self.unlogged_tokens + tokens
+            self.unlogged_cost += cost or 0.0
+
+    def take_unlogged(self) -> dict[str, Any]:
+        data = {
+            "tokens": self.unlogged_tokens.to_json()["total"],
+            "token_detail": self.unlogged_tokens.to_json(),
+        }
+        data["cost_usd"] = round(self.unlogged_cost, 8) if self.cost is not None else None
+        self.unlogged_tokens, self.unlogged_cost = Tokens(), 0.0
+        return data
+
+    async def call(self, what: str, coro: Any, *, queued: bool = False) -> Any:
+        """One backend call under the per-call timeout; every failure is a BackendError.
+
+        A `queued` call (a review waiting in a Message Batch, for hours maybe)
+        is not timed as a whole: the backend times its own HTTP calls.
+        """
+        try:
+            if self.timeout and not queued:
+                async with asyncio.timeout(self.timeout):
+                    return await coro
+            return await coro
+        except BackendError:
+            raise
+        except TimeoutError:
+            raise BackendError(f"{what} timed out after {self.timeout:g}s") from None
+
+    # -- reviewers ----------------------------------------------------------
+
+    def _validate(self, reply: ReviewReply, output: str, canary: str) -> ValidationResult:
+        if reply.failure:
+            return ValidationResult(False, (reply.failure,))
+        if reply.obj is not None:
+            return validate_object(reply.obj, rubric=self.rubric, output=output, canary=canary)
+        return validate_reply(reply.text, rubric=self.rubric, output=output, canary=canary)
+
+    async def review_slot(
+        self,
+        label: str,
+        *,
+        prefix: str,
+        round_part: str,
+        output: str,
+        canary: str,
+        on_started: Callable[[], None] | None,
+    ) -> tuple[str, ValidationResult, ReviewerRecord]:
+        """One reviewer, re-asked as ARCHITECTURE.md says ("Re-asking"); returns (reply text, result, record)."""
+        model = self.models.get(label)
+        followups: list[FollowUp] = []
+        session: str | None = None
+        tokens, cost = Tokens(), 0.0
+        cost_known = True
+        invalid_asks = quote_asks = 0
+        self.emit("reviewer_start", label=label, model=model)
+        while True:
+            request = ReviewRequest(
+                prefix=prefix,
+                round_part=round_part,
+                schema=self.schema,
+                model=model,
+                timeout=self.timeout,
+                project_dir=self.project_dir,
+                label=label,
+                followups=tuple(followups),
+                session=session,
+                on_started=on_started if not followups else None,
+            )
+            reply = await self.call(
+                f"reviewer {label}",
+                self.backend.review(request),
+                queued=bool(getattr(self.backend, "queued", False)),
+            )
+            on_started = None
+            tokens = tokens + reply.tokens
+            if reply.cost_usd is None:
+                cost_known = False
+            else:
+                cost += reply.cost_usd
+            session = reply.session or session
+            text = (
+                json.dumps(reply.obj, ensure_ascii=False) if reply.obj is not None else reply.text
+            )
+            result = self._validate(reply, output, canary)
+            if reply.failure:
+                break
+            if not result.valid and invalid_asks < MAX_REASKS:
+                invalid_asks += 1
+                feedback = (
+                    "Your reply is not a valid review:\n- "
+                    + "\n- ".join(result.errors)
+                    + "\nReply again with the corrected review JSON only."
+                )
+                followups.append(FollowUp(text, feedback))
+                self.emit("reviewer_reask", label=label, errors=list(result.errors))
+                continue
+            if result.valid and result.review is not None and quote_asks < 1:
+                messages = unverified_quote_messages(result.review)
+                if messages:
+                    quote_asks += 1
+                    feedback = (
+                        "Some quotes are not in the output under review:\n- "
+                        + "\n- ".join(messages)
+                        + "\nQuote exactly or withdraw each such issue, and reply with the whole "
+                        "review JSON again."
+                    )
+                    followups.append(FollowUp(text, feedback))
+                    self.emit("reviewer_reask", label=label, errors=messages)
+                    continue
+            break
+        record = ReviewerRecord(
+            label=label,
+            model=reply.model or model,
+            valid=result.valid,
+            verdict=result.verdict if result.valid else None,
+            asks=1 + len(followups),
+            errors=result.errors,
+            tokens=tokens,
+            cost_usd=cost if cost_known else None,
+        )
+        self.emit("reviewer_done", **record.to_json())
+        return text, result, record
+
+    async def review_round(
+        self, labels: Sequence[str], prefix: str, round_part: str, output: str, canary: str
+    ) -> list[tuple[str, ValidationResult, ReviewerRecord]]:
+        """All open slots concurrently; with cache_warm the others wait for the first stream."""
+
+        async def slot(label: str, on_started: Callable[[], None] | None = None) -> Any:
+            return await self.review_slot(
+                label,
+                prefix=prefix,
+                round_part=round_part,
+                output=output,
+                canary=canary,
+                on_started=on_started,
+            )
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                if self.cache_warm and len(labels) > 1:
+                    started = asyncio.Event()
+                    first = group.create_task(slot(labels[0], started.set))
+                    waiter = asyncio.ensure_future(started.wait())
+                    await asyncio.wait({first, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                    waiter.cancel()
+                    rest = [group.create_task(slot(label)) for label in labels[1:]]
+                    tasks = [first, *rest]
+                else:
+                    tasks = [group.create_task(slot(label)) for label in labels]
+        except BaseExceptionGroup as group:
+            # One failed reviewer cancels the others; surface its own error.
+            raise first_error(group) from None
+        return [t.result() for t in tasks]
+
+
+async def review_once(
+    backend: Backend,
+    rubric: Rubric,
+    *,
+    prefix: str,
+    round_part: str,
+    output: str,
+    canary: str,
+    model: str | None = None,
+    timeout: float | None = None,
+    project_dir: str = ".",
+    label: str = "screen",
+) -> tuple[ValidationResult, ReviewerRecord]:
+    """One reviewer outside a run (a batch's screen), re-asked exactly as in a run."""
+    run = LoopRun(
+        backend,
+        rubric,
+        models={label: model},
+        fixer_model=None,
+        timeout=timeout,
+        cache_warm=False,
+        project_dir=project_dir,
+        on_event=None,
+    )
+    _text, result, record = await run.review_slot(
+        label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
+    )
+    return result, record
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The error to report from a task group: a BackendError first (it has
+    the sentence a person acts on), else the first one raised."""
+    errors = list(_leaves(group))
+    return next((e for e in errors if isinstance(e, BackendError)), errors[0])
+
+
+def _leaves(group: BaseExceptionGroup) -> Any:
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            yield from _leaves(error)
+        else:
+            yield error
