@@ -15,8 +15,12 @@ Two measurements, side by side in one run:
 - Cold start: the median wall time of K runs (default 15) of
   `santa validate REVIEW` and of a bare `python -c pass` with the same
   interpreter, interleaved so that machine load hits both alike, and their
-  ratio against the target of at most 3x. `santa validate --rubric base
-  --against FILE` is shown too (the form hooks use).
+  ratio against the target of at most 5x (issue 15: importing jsonschema
+  alone costs more, so a conforming reply is accepted by the compiled
+  schema, core/review_schema.py). `santa validate --rubric base --against
+  FILE` is shown too. The runs counted are warm: .pyc files written, as an
+  installed package has them (PYTHONDONTWRITEBYTECODE, which some shells and
+  CI images set, is dropped for the measured commands).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from santa_method.core.gate import gate_replies
 from santa_method.core.rubric import load_rubric
 
 IDS = load_rubric("base").ids
-TARGET_RATIO = 3.0
+TARGET_RATIO = 5.0
 
 _WORDS = [
     "the",
@@ -208,6 +212,9 @@ def cold_start(runs: int) -> dict[str, float]:
     examples = Path(__file__).resolve().parents[1] / "examples"
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, SANTA_HOME=str(Path(tmp) / ".santa"), CLAUDE_PROJECT_DIR=tmp)
+        # Without .pyc files every start compiles the helper (and jsonschema)
+        # from source again, which no installed copy does.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         commands = {
             "cold start: python -c pass": [sys.executable, "-c", "pass"],
             "cold start: santa validate": [str(santa), "validate", str(examples / "review-b.json")],

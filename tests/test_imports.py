@@ -41,9 +41,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return dict(os.environ, SANTA_HOME=str(tmp_path / ".santa"), CLAUDE_PROJECT_DIR=str(tmp_path))
 
 
-def _probe(tmp_path: Path, args: list[str], prelude: str = "") -> dict:
+def _probe(
+    tmp_path: Path, args: list[str], prelude: str = "", modules: tuple[str, ...] = SDKS
+) -> dict:
+    """Run the CLI in a fresh interpreter: its exit code and which of `modules` it loaded."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(prelude=prelude, sdks=SDKS), *args],
+        [sys.executable, "-c", PROBE.format(prelude=prelude, sdks=modules), *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -112,3 +115,36 @@ def test_console_script_import_time_lists_no_sdk(tmp_path, inputs) -> None:
         ]
         assert "santa_method.core.review" in imported  # the profile did record imports
         assert not [m for m in imported if m.split(".")[0] in SDKS]
+
+
+#: What a cold `santa validate` of a conforming reply does not use: jsonschema
+#: (the compiled check accepts it), output styling, the YAML of rubrics, fuzzy
+#: matching, the SDKs, and detect-secrets for text that cannot hold what its
+#: plugins find (state/redact.py). bench/helper.py measures the time this saves.
+NOT_ON_THE_VALIDATE_PATH = ("jsonschema", "referencing", "rich", "yaml", "rapidfuzz", *SDKS)
+
+
+@pytest.mark.parametrize(
+    ("args", "scanned"),
+    [
+        (["validate", "{pass}"], False),
+        (["validate", "{b}"], False),
+        (["validate", "{b}", "--against", "{output}"], False),
+        # JSON prints every criterion id: 'internal-consistency' is a token
+        # long enough for a detect-secrets plugin, so it is scanned.
+        (["validate", "{pass}", "--json"], True),
+    ],
+)
+def test_a_cold_validate_imports_only_what_it_uses(tmp_path, inputs, args, scanned) -> None:
+    args = [a.format(**inputs) for a in args]
+    report = _probe(tmp_path, args, modules=(*NOT_ON_THE_VALIDATE_PATH, "detect_secrets"))
+    assert report["code"] == 0
+    assert [m for m in report["loaded"] if m.split(".")[0] != "detect_secrets"] == []
+    assert ("detect_secrets" in report["loaded"]) == scanned
+
+
+def test_a_reply_the_compiled_check_refuses_gets_jsonschemas_errors(tmp_path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"verdict": "MAYBE"}), encoding="utf-8")
+    report = _probe(tmp_path, ["validate", str(broken)], modules=("jsonschema",))
+    assert report["code"] == 1 and "jsonschema" in report["loaded"]  # the probe sees it load

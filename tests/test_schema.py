@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import json
+from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from _reviews import BASE_IDS, pass_review
+from santa_method.core import review_schema
 from santa_method.core.review import validate_object
 from santa_method.core.schema import (
+    COMPILED,
+    compiled_source,
+    conforms,
     shape_errors,
     strict_schema,
     strict_subset_violations,
@@ -249,3 +256,203 @@ def test_errors_name_the_json_path_and_what_was_expected(
 def test_a_non_object_reply_is_named_as_such() -> None:
     assert shape_errors([1, 2]) == ["$: expected object, got array"]
     assert not validate_object([1, 2]).valid
+
+
+# --- the compiled check: the same schema, without importing jsonschema ---------
+
+
+@pytest.mark.parametrize("module", sorted(COMPILED))
+def test_the_compiled_check_is_what_fastjsonschema_writes_from_the_schema(module: str) -> None:
+    # core/<module>.py is generated: compiling the schema again gives the
+    # file byte for byte, so a schema change cannot leave it behind.
+    # (Regenerate with `python scripts/compile_schemas.py`.)
+    from santa_method.core.data import data_dir
+
+    generated = (Path(review_schema.__file__).parent / f"{module}.py").read_text(encoding="utf-8")
+    assert generated == compiled_source(module)
+    assert COMPILED[module] in generated.splitlines()[0]
+    assert (data_dir("schemas") / COMPILED[module]).is_file()
+
+
+def test_compile_schemas_check_reports_a_stale_module(tmp_path, monkeypatch) -> None:
+    import importlib.util
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "compile_schemas.py"
+    spec = importlib.util.spec_from_file_location("compile_schemas", script)
+    assert spec is not None and spec.loader is not None
+    compile_schemas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compile_schemas)
+
+    assert compile_schemas.main(["--check"]) == 0
+    (tmp_path / "review_schema.py").write_text("validate = None\n", encoding="utf-8")
+    monkeypatch.setattr(compile_schemas, "CORE", tmp_path)
+    assert compile_schemas.main(["--check"]) == 1
+    assert (tmp_path / "review_schema.py").read_text(encoding="utf-8") == "validate = None\n"
+    assert compile_schemas.main([]) == 0
+    assert (tmp_path / "review_schema.py").read_text(encoding="utf-8") == compiled_source(
+        "review_schema"
+    )
+
+
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+_DROP = object()
+
+
+def _shape(node: dict[str, Any], defs: dict[str, Any], near: bool) -> st.SearchStrategy[Any]:
+    """Values of the tolerant schema's shape (unknown fields included); with
+    `near`, each part may be any JSON value instead, fields may be missing and
+    enums and strings may miss by a little."""
+    if "$ref" in node:
+        node = defs[node["$ref"].rsplit("/", 1)[1]]
+    if "oneOf" in node:
+        right = st.one_of([_shape(sub, defs, near) for sub in node["oneOf"]])
+    elif "enum" in node:
+        right = st.sampled_from([*node["enum"], *(["pass", ""] if near else [])])
+    elif node.get("type") == "object":
+        props = {name: _shape(sub, defs, near) for name, sub in node["properties"].items()}
+        required = {name: props[name] for name in node.get("required", ())}
+        optional = {name: sub for name, sub in props.items() if name not in required}
+        known = st.fixed_dictionaries(required, optional=optional)
+        if near:
+            known |= st.fixed_dictionaries({}, optional=props)
+        right = st.builds(
+            lambda known, extra: {**extra, **known},
+            known,
+            st.dictionaries(st.sampled_from(["extra", "confidence"]), _ANY_JSON, max_size=1),
+        )
+    elif node.get("type") == "array":
+        right = st.lists(_shape(node["items"], defs, near), max_size=3)
+    else:
+        kinds = node["type"] if isinstance(node["type"], list) else [node["type"]]
+        text = st.text(min_size=node.get("minLength", 0), max_size=3)
+        if near:
+            text |= st.sampled_from(["", "x"])
+        right = st.one_of([text if kind == "string" else st.none() for kind in kinds])
+    return st.one_of(right, right, right, right, _ANY_JSON) if near else right
+
+
+def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            found += _places(sub, (*path, key))
+    elif isinstance(value, list):
+        for i, sub in enumerate(value):
+            found += _places(sub, (*path, i))
+    return found
+
+
+def _changed(obj: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of `obj` with the part at `path` replaced by `new` (or dropped)."""
+    if not path:
+        return None if new is _DROP else new
+    out = copy.deepcopy(obj)
+    parent = out
+    for key in path[:-1]:
+        parent = parent[key]
+    if new is _DROP:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = new
+    return out
+
+
+#: A conforming document of each compiled schema, with every field it names
+#: (a reply with both issue forms; a rubric that extends and has criteria).
+_FULL = {
+    "review_schema": {
+        "verdict": "FAIL",
+        "checks": [
+            {"criterion": "a", "result": "PASS", "detail": "fine"},
+            {"criterion": "b", "result": "FAIL", "detail": None, "confidence": 1},
+        ],
+        "critical_issues": [
+            "a seed string",
+            {"criterion": "b", "issue": "wrong", "quote": "q", "missing": None, "location": "l"},
+            {"criterion": None, "issue": "gap", "quote": None, "missing": "m", "location": None},
+        ],
+        "suggestions": ["s"],
+        "canary": "c",
+        "extra": {"k": 1},
+    },
+    "rubric_schema": {
+        "name": "mine",
+        "description": "what it checks",
+        "extend": ["base", "code"],
+        "criteria": [
+            {"id": "error-handling2", "name": "Errors", "pass": "p", "fail_signals": ["s", "t"]},
+            {"id": "b", "name": "B", "pass": "q", "fail_signals": ["u"], "note": 1},
+        ],
+        "x": None,
+    },
+}
+_REPLACEMENTS = (
+    *("", " ", "\n", "x", "Ab", "a-", "a--b", "pass", "PASS", "FAIL", "base"),
+    *(None, 0, 1.5, True, [], ["x"], [""], {}, {"issue": "x"}, _DROP),
+)
+
+
+def _compiled_accepts(obj: Any, module: str = "review_schema") -> bool:
+    check = importlib.import_module(f"santa_method.core.{module}").validate
+    try:
+        check(obj)
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    return True
+
+
+def _jsonschema_accepts(obj: Any, module: str = "review_schema") -> bool:
+    from santa_method.core.data import data_dir
+
+    schema = json.loads((data_dir("schemas") / COMPILED[module]).read_text(encoding="utf-8"))
+    return list(Draft202012Validator(schema).iter_errors(obj)) == []
+
+
+@pytest.mark.parametrize("module", sorted(COMPILED))
+def test_the_compiled_check_and_jsonschema_agree_on_every_single_change(module: str) -> None:
+    # Every part of a full document, replaced by each of a set of near misses
+    # or dropped: one answer from both (and many changes must be refusals).
+    full = _FULL[module]
+    assert _compiled_accepts(full, module) and _jsonschema_accepts(full, module)
+    assert conforms(module, full)
+    refused = 0
+    for path in _places(full):
+        for new in _REPLACEMENTS:
+            obj = _changed(full, path, new)
+            accepted = _compiled_accepts(obj, module)
+            assert accepted == _jsonschema_accepts(obj, module), (path, new)
+            assert conforms(module, obj) == accepted
+            refused += not accepted
+    assert refused > 100
+
+
+_TOLERANT = tolerant_schema()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        _shape(_TOLERANT, _TOLERANT["$defs"], near=False),
+        _shape(_TOLERANT, _TOLERANT["$defs"], near=True),
+    )
+)
+def test_the_compiled_check_and_jsonschema_agree(obj: Any) -> None:
+    # The compiled check decides alone when it accepts: it must never accept
+    # what jsonschema (the reference, which names the errors) refuses, nor the reverse.
+    assert _compiled_accepts(obj) == _jsonschema_accepts(obj)
+    assert (shape_errors(obj) == []) == _compiled_accepts(obj)
+
+
+def test_the_agreement_test_sees_both_answers() -> None:
+    good = pass_review()
+    review_schema.validate(good)
+    for bad in ({**good, "verdict": "MAYBE"}, {**good, "critical_issues": [""]}, []):
+        with pytest.raises(fastjsonschema.JsonSchemaValueException):
+            review_schema.validate(bad)
+        assert shape_errors(bad) != []

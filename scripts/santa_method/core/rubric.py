@@ -32,6 +32,7 @@ from typing import Any, Literal, overload
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
 from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text
+from santa_method.core.schema import conforms
 from santa_method.core.types import Criterion, Rubric
 
 __all__ = [
@@ -294,7 +295,7 @@ def _parse(text: str, key: str, label: str) -> _Doc:
         return _Doc(key, label, None, "", (), (), ("the rubric is empty",), ())
     problems: list[tuple[_Place, str]] = []
     bad_extend = False
-    for error in _validator().iter_errors(data):
+    for error in () if conforms("rubric_schema", data) else _validator().iter_errors(data):
         problems += _sentences(error, data)
         bad_extend = bad_extend or list(error.absolute_path)[:1] == ["extend"]
     if not isinstance(data, dict):
