@@ -28,9 +28,13 @@ _CLAUDE_CODE_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_E
 
 
 @pytest.fixture(autouse=True)
-def _outside_claude_code(monkeypatch: pytest.MonkeyPatch) -> None:
+def _outside_claude_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     for name in _CLAUDE_CODE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    # Target locks live in the user's cache: the tests' own, not the developer's.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
 
 
 @pytest.fixture

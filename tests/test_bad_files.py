@@ -91,8 +91,16 @@ def test_an_unreadable_file_is_permission_denied(
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def guarded_os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if Path(os.fspath(path)).name == "secret.yaml":
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_os_open(path, *args, **kwargs)
+
     monkeypatch.setattr(files, "open", guarded, raising=False)
     monkeypatch.setattr("builtins.open", guarded)
+    monkeypatch.setattr(os, "open", guarded_os_open)
     assert "permission denied" in one_sentence(capsys, _call(name, target))
 
 
@@ -169,3 +177,33 @@ def test_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert b"not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_name_swapped_for_a_fifo_after_any_check_is_refused_not_read(tmp_path: Path) -> None:
+    # What is read is judged, not what a name pointed at earlier: a child
+    # whose os.stat still sees the regular file that the name held (as a
+    # check before opening would) must refuse the FIFO now there, at once.
+    fifo, regular = tmp_path / "pipe.md", tmp_path / "regular.md"
+    regular.write_text("text\n", encoding="utf-8")
+    os.mkfifo(fifo)
+    script = (
+        "import os, sys\n"
+        "real_stat = os.stat\n"
+        f"os.stat = lambda p, *a, **k: real_stat({str(regular)!r}) if str(p) == {str(fifo)!r} "
+        "else real_stat(p, *a, **k)\n"
+        "from santa_method.core import files\n"
+        "from santa_method.core.errors import InputError\n"
+        "try:\n"
+        f"    files.read_text({str(fifo)!r}, 'spec')\n"
+        "except InputError as exc:\n"
+        "    print(exc)\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=20
+        )
+    except subprocess.TimeoutExpired:
+        with open(fifo, "w"):
+            pass
+        pytest.fail("read_text opened the FIFO it had not checked, and blocked")
+    assert "it is a FIFO (named pipe), not a regular file" in done.stdout, done.stderr

@@ -149,3 +149,31 @@ def test_a_kept_question_escalates_a_fix_logged_without_notes(home: Path) -> Non
     assert record["restored"] is False  # the fixer changed nothing
     gates = log_records(home, "gate")
     assert json.dumps(gates[-1]["issues"][0]["criteria"]) == '["completeness"]'
+
+
+def test_needs_input_puts_back_the_exact_bytes_reviewed(home: Path) -> None:
+    # CRLF line endings, and a fixer that left bytes that are not UTF-8:
+    # the file gets back exactly what the reviewers saw, and the fixer's
+    # bytes are kept as they were.
+    reviewed = OUTPUT.replace("\n", "\r\n").encode("utf-8")
+    (home / "out.md").write_bytes(reviewed)
+    opened = _gated(home, WRONG_VERSION, MISSING_ROW)
+    left = reviewed.replace(b"2.0", b"2.1") + b"price: \xa3 0.00\r\n"
+    (home / "out.md").write_bytes(left)
+    notes = "1. fixed: version 2.1\n2. needs input: What is the price of TLY-1377?"
+    record = runs.log_event(opened.run_id, "fix", data={"notes": notes})
+    assert record["restored"] is True
+    assert (home / "out.md").read_bytes() == reviewed
+    kept = runs.run_dir(opened.run_id) / "round-1" / "fix.txt"
+    assert kept.read_bytes() == left
+    assert build(opened.run_id)["unreviewed_fix"]["target_holds"] == "reviewed"
+
+
+def test_an_unchanged_crlf_file_is_no_fix_to_keep(home: Path) -> None:
+    reviewed = OUTPUT.replace("\n", "\r\n").encode("utf-8")
+    (home / "out.md").write_bytes(reviewed)
+    opened = _gated(home, MISSING_ROW)
+    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. needs input: the price?"})
+    assert record["restored"] is False
+    assert not (runs.run_dir(opened.run_id) / "round-1" / "fix.txt").exists()
+    assert (home / "out.md").read_bytes() == reviewed

@@ -382,3 +382,16 @@ def test_plain_verdict_text_does_not_load_detect_secrets() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_url_keeps_its_plain_segments_and_loses_its_random_ones() -> None:
+    drive_id = "1aZx9QwErTyUiOpAsDfGhJkLzXcVbNm12"
+    shown = redact_text(f"see https://drive.google.com/file/d/{drive_id}/view for it")
+    assert drive_id not in shown
+    assert shown.startswith("see https://drive.google.com/file/d/") and "/view for it" in shown
+    # A query's value is judged whole: a key with `/` in it still goes.
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    shown = redact_text(f"https://h.example/x?key={key}&page=2")
+    assert "K7MDENG" not in shown and shown.endswith("&page=2")
+    plain = "https://github.com/anthropics/claude-code/blob/4f3a9c1e2b7d/docs/plugins-reference.md"
+    assert redact_text(plain) == plain

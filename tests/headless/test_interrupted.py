@@ -81,6 +81,23 @@ def test_one_run_at_a_time_fixes_a_file_and_a_crash_frees_it(project, target, ca
     assert result.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
 
 
+def test_a_run_of_another_project_on_the_same_file_is_refused(
+    project, target, tmp_path, monkeypatch
+):
+    first = _start(project, target, "round-1")
+    try:
+        other = tmp_path / "other-project"
+        other.mkdir()
+        monkeypatch.chdir(other)
+        monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(other))
+        monkeypatch.setenv("SANTA_HOME", str(other / ".santa"))
+        with pytest.raises(InputError, match=f"process {first.pid}"):
+            verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+        assert not (other / ".santa" / "runs").exists()
+    finally:
+        _kill(first)
+
+
 def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, capsys, monkeypatch):
     proc = _start(project, target, "round-1")
     _kill(proc)

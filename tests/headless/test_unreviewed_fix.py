@@ -84,3 +84,20 @@ def test_a_shipped_run_names_no_unreviewed_fix(project, target):
     result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
     assert result.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
     assert restore_reviewed(result.run_id) is None
+
+
+def test_a_crlf_file_is_verified_fixed_and_put_back_byte_for_byte(project, target):
+    crlf = target.read_bytes().replace(b"\n", b"\r\n")
+    target.write_bytes(crlf)
+    result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    assert result.verdict == "NICE"
+    assert target.read_bytes() == FIXED.replace("\n", "\r\n").encode("utf-8")
+    assert result.output == FIXED.replace("\n", "\r\n")
+    target.write_bytes(crlf)
+    result = verify_sync(
+        SPEC, target, backend=Scripted(), in_place=True, pre_check="! grep -q 2024 README.md"
+    )
+    assert result.verdict == "ESCALATED"
+    assert target.read_bytes() == crlf
+    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    assert kept.read_bytes() == FIXED.replace("\n", "\r\n").encode("utf-8")

@@ -22,6 +22,7 @@ from typing import Any
 
 from santa_method.core import batch as rules
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.core.types import Rubric
 from santa_method.state import batches, runs
 from santa_method.state import log as runlog
@@ -84,7 +85,7 @@ def plan(
 
 def _content_sha(path: str) -> str | None:
     try:
-        return runs.sha256(Path(path).read_text(encoding="utf-8"))
+        return runs.sha256(read_exact(path))
     except (OSError, UnicodeDecodeError):
         return None
 

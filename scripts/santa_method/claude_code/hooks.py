@@ -199,6 +199,7 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
     import dataclasses
 
+    from santa_method.core.files import read_exact
     from santa_method.core.review import unverified_quote_messages, validate_reply
     from santa_method.core.rubric import rubric_from_json, rubric_hash
     from santa_method.state import runs
@@ -209,7 +210,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     folder = runs.run_dir(run_id)
     current = state["rounds"][-1]
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
-    output = (folder / f"round-{round_number}" / "output.txt").read_text(encoding="utf-8")
+    output = read_exact(folder / f"round-{round_number}" / "output.txt")
     if (
         rubric_hash(rubric) != state["rubric_hash"]
         or runs.sha256(output) != current["output_sha256"]

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.files import read_exact
+
 LAST_PARTS = (".santa", "inputs", "last-output.md")
 _SHELL_OPS = frozenset({";", "&&", "||", "|", "&"})
 # After . ! ? and a space, after the CJK full stop, ! and ? (no space follows), or a newline.
@@ -227,7 +229,7 @@ def check_command(command: str, cwd: str | None, transcript_path: Any) -> str | 
         )
     for target in targets:
         try:
-            copy = target.read_text(encoding="utf-8")
+            copy = read_exact(target)
         except FileNotFoundError:
             continue  # `santa round start` says the file is missing
         except (OSError, UnicodeDecodeError) as exc:

@@ -1,4 +1,5 @@
-"""Reading the text files a user names (outputs, specs, reviews, rubrics, items).
+"""Reading the text files a user names (outputs, specs, reviews, rubrics, items),
+and reading any text file exactly as its bytes say (`read_exact`).
 
 One place decides what an unreadable file looks like: an input error
 (exit 2) with one sentence naming the file and what is true about it (no
@@ -35,6 +36,10 @@ def check_file(path: str | os.PathLike[str], what: str = "file", max_bytes: int 
         info = os.stat(path)
     except OSError as exc:
         raise InputError(f"cannot read {what} '{path}': {_reason(path, exc)}") from None
+    return _readable(info, path, what, max_bytes)
+
+
+def _readable(info: os.stat_result, path: str | os.PathLike[str], what: str, max_bytes: int) -> int:
     if stat.S_ISDIR(info.st_mode):
         raise InputError(f"cannot read {what} '{path}': it is a directory")
     if not stat.S_ISREG(info.st_mode):
@@ -57,18 +62,41 @@ def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int =
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise InputError(f"cannot read {what} from stdin: it is not UTF-8 text") from None
-    check_file(path, what, max_bytes)
+    # Opened without blocking (a FIFO with no writer opens at once), then
+    # judged by what was opened: the file that is read is the file checked,
+    # even if the name is swapped in between.
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise InputError(f"cannot read {what} '{path}': {_reason(path, exc)}") from None
+    try:
+        _readable(os.fstat(fd), path, what, max_bytes)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            raw = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {what} '{path}': {_reason(path, exc)}") from None
     if len(raw) > max_bytes:  # it grew after the check
         raise InputError(f"cannot read {what} '{path}': more than {_size(max_bytes)}")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"cannot read {what} '{path}': it is not UTF-8 text") from None
+
+
+def read_exact(path: str | os.PathLike[str], errors: str = "strict") -> str:
+    """A text file as its bytes say: UTF-8, line endings untouched.
+
+    Why not `Path.read_text`: it turns CRLF into LF, so a CRLF output read
+    back would no longer match its hash (the run would look tampered with),
+    and a file written back from it would lose its line endings. For the
+    files santa wrote itself and the files it compares.
+    """
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors)
 
 
 def path_kind(path: str | os.PathLike[str]) -> str:

@@ -21,12 +21,12 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
 from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
@@ -306,7 +306,7 @@ class BatchRun:
         """
         outcome = batches.outcome_of_run(item, run_id)
         self.spend(tokens, outcome.cost_usd)
-        output = Path(runs.load(run_id)["target"]["path"]).read_text(encoding="utf-8")
+        output = read_exact(runs.load(run_id)["target"]["path"])
         if shipped and output != text:
             self.change(item, text, output, via="run", run_id=run_id)
         wave["outcomes"][item] = outcome.to_json()
@@ -461,7 +461,7 @@ class BatchRun:
                 f"the screen's fixer timed out after {self.s['timeout']:g}s"
             ) from None
         self.spend(reply.tokens, reply.cost_usd)
-        new = reply.output if reply.output is not None else scratch.read_text(encoding="utf-8")
+        new = reply.output if reply.output is not None else read_exact(scratch)
         scratch.unlink(missing_ok=True)
         # Whitespace alone is no fix (it must not earn the batch a fresh sample).
         changed = " ".join(new.split()) != " ".join(text.split()) and bool(new.strip())

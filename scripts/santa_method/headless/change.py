@@ -13,10 +13,17 @@ the same `Backend.fix` contract as a single file, and its answer replaces
 the file atomically. An omission that names no changed file goes to the
 first one. A deleted file cannot be fixed by editing it: its problems wait
 for a person.
+
+As for a single file, nothing unreviewed is left behind: before a fix is
+written, it and the text it replaces are kept in the run folder
+(`state/unreviewed.py`), so an escalation puts every fixed file back; and
+each file is locked before it is written, so no other santa run fixes it
+at the same time.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +37,7 @@ from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
 from santa_method.state import runs
 from santa_method.state.atomic import replace_text
+from santa_method.state.unreviewed import keep_change_fix
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,12 @@ async def fix_change(
     change: Change,
     model: str | None,
     timeout: float | None,
+    fix_alone: Callable[[Path], None],
 ) -> FixReply:
-    """Fix each changed file that has problems; one reply summing them up."""
+    """Fix each changed file that has problems; one reply summing them up.
+
+    `fix_alone(file)` takes the file's lock for the rest of the run (it
+    raises when another run holds it)."""
     spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
     deleted = {f.path for f in parse_diff(diff) if f.deleted}
     notes: list[str] = []
@@ -101,7 +113,9 @@ async def fix_change(
             notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
             continue
         file = change.root / path
+        fix_alone(file)
         content = read_text(file, "changed file")
+        reviewed = content.encode("utf-8")
         assignment = texts.fixer_assignment(
             run_id=run_id,
             round_number=round_number,
@@ -127,7 +141,12 @@ async def fix_change(
             ),
         )
         if reply.output is not None and reply.output != content:
+            keep_change_fix(run_id, round_number, file, reviewed, reply.output)
             replace_text(file, reply.output)
+        elif reply.output is None:  # a backend that edited the file itself
+            with contextlib.suppress(OSError):
+                if (now := file.read_bytes()) != reviewed:
+                    keep_change_fix(run_id, round_number, file, reviewed, now)
         tokens = tokens + reply.tokens
         cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
         used_model = used_model or reply.model

@@ -28,6 +28,8 @@ from typing import Any, Literal
 from santa_method.core import assignment as texts
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.files import read_exact
+from santa_method.core.locate import changed_paths
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, require_prerequisites
 from santa_method.headless.change import Change, fix_change, open_change
@@ -176,9 +178,12 @@ async def verify(
 
         def fix_alone(path: Path) -> None:
             """One run at a time fixes a user's file (a working copy is the run's own)."""
-            if not path.resolve().is_relative_to(work.resolve()) and path not in fixing:
+            real = path.resolve()
+            if not real.is_relative_to(work.resolve()) and real not in fixing:
                 held.enter_context(locks.fixing(path))
-                fixing.add(path)
+                fixing.add(real)
+
+        run.fix_alone = fix_alone
 
         opened = None
         working: Path | Change
@@ -214,6 +219,12 @@ async def verify(
             )
         if change is not None:
             working, original, target = change, None, change.target
+            if in_place and max_fixes > 0:
+                # The checkout, and each file changed now, before anything is spent
+                # (a file the change adds later is locked before its fix is written).
+                fix_alone(change.root)
+                for path in changed_paths(change.read_text()):
+                    fix_alone(change.root / path)
         else:
             assert output is not None
             working, original = _working_copy(santa, output, in_place)
@@ -307,11 +318,11 @@ async def _drive(
         # The prefix is the run's shared part; it changes only if a fix put
         # the run's fence marker into the output (runs.py then draws a new one).
         prefix = texts.reviewer_prefix(rubric_md, spec, runs.load(run_id)["boundary"])
-        assignment = Path(opened.assignment).read_text(encoding="utf-8")
+        assignment = read_exact(opened.assignment)
         if not assignment.startswith(prefix):
             raise RefusedError("the round's assignment does not start with the run's shared prefix")
         round_part = assignment[len(prefix) :]
-        output = (Path(opened.assignment).parent / "output.txt").read_text(encoding="utf-8")
+        output = read_exact(Path(opened.assignment).parent / "output.txt")
         run.emit(
             "round_start",
             round=opened.round,
@@ -426,6 +437,7 @@ async def _fix(
             change=working,
             model=run.fixer_model,
             timeout=run.timeout,
+            fix_alone=run.fix_alone,
         )
     else:
         fix = await run.call(
@@ -447,7 +459,7 @@ async def _fix(
             keep_fix(run_id, round_number, fix.output)
             replace_text(working, fix.output)
         else:  # a backend that edited the target itself
-            keep_fix(run_id, round_number, working.read_text(encoding="utf-8"))
+            keep_fix(run_id, round_number, working.read_bytes())
     run.spend(fix.tokens, fix.cost_usd, logged=False)
     data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
     data.update(run.take_unlogged())
@@ -492,7 +504,7 @@ async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> An
     fixed = any(f["after_round"] == last["round"] for f in state["fixes"])
     if last["next"] == "fix" and not fixed and state.get("fixer"):
         current = state["rounds"][-1]
-        output = (Path(current["assignment"]).parent / "output.txt").read_text(encoding="utf-8")
+        output = read_exact(Path(current["assignment"]).parent / "output.txt")
         _, stop = await _fix(
             run, run_id, last["round"], state["fixer"]["assignment"], output, working
         )
@@ -532,7 +544,9 @@ def _result(
         run_id=run_id,
         rounds=len({r.round for r in run.history}),
         history=run.history,
-        output=working.read_text(encoding="utf-8"),
+        output=working.read_text()
+        if isinstance(working, Change)
+        else read_exact(working, "replace"),
         output_path=str(working),
         report=report,
         tokens=run.tokens,

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import BackendError, InputError
@@ -93,6 +94,8 @@ class LoopRun:
         self.unlogged_tokens = Tokens()
         self.history: list[RoundRecord] = []
         self.warnings: list[str] = []
+        # Takes a user's file's lock for the rest of the run before a fix writes it.
+        self.fix_alone: Callable[[Path], None] = lambda path: None
 
     def emit(self, kind: str, **data: Any) -> None:
         if self.on_event is not None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import InputError
+from santa_method.core.files import read_exact
 from santa_method.state import locks
 from santa_method.state import log as runlog
 from santa_method.state import store as run_store
@@ -234,11 +235,11 @@ class ItemStore:
     def text(self, item_id: str) -> str:
         changed = self.state["changed"].get(item_id)
         if changed:
-            return Path(changed).read_text(encoding="utf-8")
+            return read_exact(changed)
         item = self.items[item_id]
         if item.path is not None:
             try:
-                return Path(item.path).read_text(encoding="utf-8")
+                return read_exact(item.path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"cannot read item '{item_id}': {exc}") from None
         assert item.text is not None

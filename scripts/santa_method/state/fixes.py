@@ -9,12 +9,14 @@ fix unless every flag is answered "not an issue".
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from santa_method.core import assignment as texts
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.types import MergedIssue
 from santa_method.state.atomic import replace_text
@@ -70,7 +72,7 @@ def fixer_open(instruction: str) -> bool:
         # The fixer reads its flags from the file: an edited file would hand
         # it flags no reviewer raised.
         try:
-            body = Path(fixer["assignment"]).read_text(encoding="utf-8")
+            body = read_exact(fixer["assignment"])
         except (OSError, UnicodeDecodeError):
             return False
         if sha256(body) != fixer["assignment_sha256"]:
@@ -127,10 +129,12 @@ def _keep_unreviewed(state: dict[str, Any]) -> bool:
         return False
     current = state["rounds"][-1]
     try:
-        now = Path(target["path"]).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        # Bytes, as the round's output was read: line endings and text that
+        # is not UTF-8 are kept and put back exactly.
+        now = Path(target["path"]).read_bytes()
+    except OSError:
         return False
-    if sha256(now) == current["output_sha256"]:
+    if hashlib.sha256(now).hexdigest() == current["output_sha256"]:
         return False
     from santa_method.state.unreviewed import keep_fix
 

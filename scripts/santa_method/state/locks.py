@@ -5,11 +5,17 @@ ends, however it ends (kill -9 included), so a crash never leaves a stale
 lock behind and nothing has to guess from a pid whether its owner lives.
 The file keeps the holder's pid, only so that a refusal can name it.
 
-Two kinds, under `.santa/locks/`:
-- a target's lock (`target-<digest>.lock`): one run at a time may fix a
-  given file in place; a second is refused with a sentence saying so;
-- a run's lock (`run-<id>.lock`): a headless run is owned by the process
-  that drives it; once no one holds it, the run was interrupted.
+Two kinds:
+- a target's lock (`target-<digest>.lock`, the digest of the file's real
+  path): one run at a time may fix a given file in place; a second is
+  refused with a sentence saying so. It lives in the user's cache
+  (`${XDG_CACHE_HOME:-~/.cache}/santa-method/locks/`), not in a project:
+  runs of two projects (or two `SANTA_HOME`s) fixing one file must meet
+  at the same lock. Where the cache cannot be written, the project's
+  `.santa/locks/` is the fallback;
+- a run's lock (`run-<id>.lock`, under `.santa/locks/`): a headless run is
+  owned by the process that drives it; once no one holds it, the run was
+  interrupted.
 
 Lock files are left in place when released: removing one while another
 process opens it would let two processes hold "the same" lock.
@@ -89,11 +95,24 @@ def held(path: Path) -> bool:
     return False
 
 
+def user_locks_dir() -> Path:
+    """The user's lock folder for targets, shared by all projects; the
+    project's lock folder when the user's cache cannot be written."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(cache) / "santa-method" / "locks"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return locks_dir()
+    return folder if os.access(folder, os.W_OK) else locks_dir()
+
+
 def target_lock_path(target: str | os.PathLike[str]) -> Path:
-    """One lock per file, whatever path names it (a symlink, a relative path)."""
+    """One lock per file, whatever path or project names it (a symlink, a
+    relative path, a second project sharing the file)."""
     real = os.path.realpath(target)
     digest = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-    return locks_dir() / f"target-{digest}.lock"
+    return user_locks_dir() / f"target-{digest}.lock"
 
 
 @contextlib.contextmanager

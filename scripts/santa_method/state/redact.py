@@ -95,6 +95,8 @@ _PEM = re.compile(
 _BARE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
 #: Runs of one base64 alphabet inside a token that mixes both (see below).
 _ONE_ALPHABET = re.compile(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
+#: A URL path's segments, judged one by one.
+_SEGMENT = re.compile(r"[A-Za-z0-9+_\-]{32,}")
 #: A part of a token that reads as an identifier, a number or a digest.
 _PLAIN_PART = re.compile(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
@@ -181,7 +183,13 @@ def find_secrets(text: str) -> list[Finding]:
 def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
     for m in _BARE.finditer(text):
         token = m.group()[: m.start(1) - m.start()]
-        if "/" in token and ("-" in token or "_" in token):
+        if "/" in token and _in_url(text, m.start()):
+            # A URL's path: its segments are separate values (a random one may
+            # be a capability link's id and goes; `com/file/d/` stays).
+            for run in _SEGMENT.finditer(token):
+                if _is_random(run.group()):
+                    yield m.start() + run.start(), m.start() + run.end()
+        elif "/" in token and ("-" in token or "_" in token):
             # base64 spells with + and /, base64url with - and _: a token that
             # mixes them is not one value (a path through a temp folder's
             # random name, a key glued to a word), so only the long runs of
@@ -191,6 +199,16 @@ def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
                     yield m.start() + run.start(), m.start() + run.end()
         elif _is_random(token):
             yield m.span()
+
+
+def _in_url(text: str, start: int) -> bool:
+    """Whether `start` lies in a URL's host or path: `://` earlier in the
+    same word, and no `?`, `#`, `=` or `&` since (a query's value may be a
+    base64 key, `/` included, and is judged whole)."""
+    word = max(text.rfind(space, 0, start) for space in (" ", "\n", "\t")) + 1
+    before = text[word:start]
+    scheme = before.find("://")
+    return scheme >= 0 and not any(c in before[scheme:] for c in "?#=&")
 
 
 def _is_random(token: str) -> bool:

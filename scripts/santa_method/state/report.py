@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.files import read_exact
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
 from santa_method.state.redact import redact
@@ -115,7 +116,7 @@ def build(run_id: str) -> dict[str, Any]:
         "escalation_reasons": reasons,
         "questions": questions,
         "spec": (folder / "spec.md").read_text(encoding="utf-8"),
-        "output": output_file.read_text(encoding="utf-8") if output_file.exists() else "",
+        "output": read_exact(output_file, "replace") if output_file.exists() else "",
         "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
         "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
         "rounds": rounds,

@@ -25,6 +25,7 @@ from typing import Any
 from santa_method.core import assignment as texts
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.core.gate import default_labels
 from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.types import Rubric
@@ -97,7 +98,7 @@ def _assignment_body(folder: Path, state: dict[str, Any], r: dict[str, Any]) -> 
 
 def assignment_intact(r: dict[str, Any]) -> bool:
     try:
-        text = Path(r["assignment"]).read_text(encoding="utf-8")
+        text = read_exact(r["assignment"])
     except (OSError, UnicodeDecodeError):
         return False
     return sha256(text) == r["assignment_sha256"]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
 from santa_method.state.jsonfile import write_atomic
@@ -115,7 +116,7 @@ def check_log_path(state: dict[str, Any], log_path: str | os.PathLike[str] | Non
 def checked_file(path: Path, expected: str | None, what: str) -> str:
     """A run file the helper wrote, refused if anyone changed it since."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_exact(path)
     except (OSError, UnicodeDecodeError):
         raise RefusedError(f"the run's {what} ({path}) is missing or unreadable") from None
     if expected is not None and sha256(text) != expected:

@@ -1,14 +1,22 @@
-"""A fix no reviewer saw: kept in the run folder, never left in the user's file.
+"""A fix no reviewer saw: kept in the run folder, never left in the user's files.
 
 Why: with `--in-place` the headless loop writes the fixer's text over the
-user's file before the next round reviews it. A run that ends there (the
-cap, the budget, a failing pre-check, a backend error, a fixer that asks
-for input, a person closing an interrupted run) would leave the file
-holding text no reviewer saw. So the loop first keeps the fix in the run
-folder (`round-N/fix.txt`, N the round it fixes), and when the run is
-escalated `restore_reviewed` puts the target back to the text round N
-reviewed (`round-N/output.txt`). Only a target that holds exactly the kept
-fix is touched: a file someone else changed since is left as it is.
+user's file (or, for `--against-diff`, over each changed file it fixes)
+before the next round reviews it. A run that ends there (the cap, the
+budget, a failing pre-check, a backend error, a fixer that asks for input,
+a person closing an interrupted run) would leave files holding text no
+reviewer saw. So the loop first keeps the fix in the run folder, and when
+the run is escalated `restore_reviewed` puts each file back to the text
+round N reviewed (N the round the fix answers):
+
+- a file target: the fix in `round-N/fix.txt`, the reviewed text in
+  `round-N/output.txt`;
+- a change: one pair per file the fixer wrote, `round-N/fixes/K.fix` and
+  `round-N/fixes/K.reviewed`, listed in `round-N/fixes.json`.
+
+Only a file that holds exactly its kept fix is touched: a file someone
+else changed since is left as it is. Everything is compared and written as
+bytes, so line endings and text that is not UTF-8 come back as they were.
 
 The rule is read from the files alone (no extra state), so a report, `santa
 runs` and a resumed process all see the same thing.
@@ -16,32 +24,91 @@ runs` and a resumed process all see the same thing.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from santa_method.state.atomic import replace_text
+from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.store import load, run_dir
 
 FIX_FILE = "fix.txt"
+CHANGE_FIXES = "fixes.json"
 
 
-def keep_fix(run_id: str, round_number: int, text: str) -> Path:
+def _bytes(text: str | bytes) -> bytes:
+    return text if isinstance(text, bytes) else text.encode("utf-8")
+
+
+def keep_fix(run_id: str, round_number: int, text: str | bytes) -> Path:
     """Keep the fixer's text for `round_number` in the run folder, before
     it is written anywhere else."""
     path = run_dir(run_id) / f"round-{round_number}" / FIX_FILE
-    replace_text(path, text)
+    replace_bytes(path, _bytes(text))
     return path
+
+
+def keep_change_fix(
+    run_id: str, round_number: int, file: Path, reviewed: bytes, fix: str | bytes
+) -> Path:
+    """Keep one changed file's fix and the text it replaces, before the fix
+    is written to `file`. A file fixed twice in one round keeps the text
+    the round reviewed (the first)."""
+    folder = run_dir(run_id) / f"round-{round_number}"
+    entries = _entries(folder)
+    found = next((e for e in entries if e["target"] == str(file)), None)
+    if found is None:
+        k = len(entries) + 1
+        found = {"target": str(file), "fix": f"fixes/{k}.fix", "reviewed": f"fixes/{k}.reviewed"}
+        replace_bytes(folder / found["reviewed"], reviewed)
+        entries.append(found)
+    replace_bytes(folder / found["fix"], _bytes(fix))
+    replace_text(folder / CHANGE_FIXES, json.dumps(entries, indent=2) + "\n")
+    return folder / found["fix"]
+
+
+def _entries(folder: Path) -> list[dict[str, str]]:
+    try:
+        loaded = json.loads((folder / CHANGE_FIXES).read_bytes())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(loaded, list):
+        return []
+    keys = ("target", "fix", "reviewed")
+    return [
+        e for e in loaded if isinstance(e, dict) and all(isinstance(e.get(k), str) for k in keys)
+    ]
+
+
+@dataclass(frozen=True)
+class KeptFile:
+    """One file's kept fix, the text it replaced, and what the file holds now:
+    "fix", "reviewed" (the text the round reviewed) or "other"."""
+
+    target: str
+    fix: Path
+    reviewed: Path
+    holds: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.fix), "target": self.target, "target_holds": self.holds}
 
 
 @dataclass(frozen=True)
 class UnreviewedFix:
-    """The last fix of a run that no round reviewed, and where it stands."""
+    """The last fix of a run that no round reviewed, and where it stands.
+
+    For a file target `path` is the kept fix and `target` the file; for a
+    change `path` is the round's `fixes/` folder, `target` the checkout and
+    `files` says where each file stands. `holds` sums them up: "fix" while
+    any file holds its fix, "reviewed" once all hold the reviewed text,
+    else "other"."""
 
     round: int
     path: Path
     target: str
-    holds: str  # what the target holds now: "fix", "reviewed" (that round's text) or "other"
+    holds: str
+    files: tuple[KeptFile, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,64 +116,96 @@ class UnreviewedFix:
             "path": str(self.path),
             "target": self.target,
             "target_holds": self.holds,
+            "files": [f.to_json() for f in self.files],
         }
 
 
-def _read(path: Path) -> bytes | None:
+def _read(path: Path | str) -> bytes | None:
     try:
-        return path.read_bytes()
+        return Path(path).read_bytes()
     except OSError:
         return None
 
 
-def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
-    """The fix kept after the last reviewed round, when no later round was
-    reviewed; None when there is none (or the target is not a file)."""
-    if state["target"].get("kind") != "file":
+def _stands(target: str, fix: Path, reviewed: Path) -> KeptFile | None:
+    kept = _read(fix)
+    if kept is None:
         return None
-    gated = [r for r in state["rounds"] if r.get("gates")]
-    if not gated:
-        return None
-    number = gated[-1]["round"]
-    path = run_dir(state["id"]) / f"round-{number}" / FIX_FILE
-    fix = _read(path)
-    if fix is None:
-        return None
-    now = _read(Path(state["target"]["path"]))
-    if now == fix:
+    now = _read(target)
+    if now == kept:
         holds = "fix"
-    elif now is not None and now == _read(path.with_name("output.txt")):
+    elif now is not None and now == _read(reviewed):
         holds = "reviewed"
     else:
         holds = "other"
-    return UnreviewedFix(number, path, state["target"]["path"], holds)
+    return KeptFile(target, fix, reviewed, holds)
+
+
+def _summed(files: list[KeptFile]) -> str:
+    if any(f.holds == "fix" for f in files):
+        return "fix"
+    return "reviewed" if all(f.holds == "reviewed" for f in files) else "other"
+
+
+def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
+    """The fix kept after the last reviewed round, when no later round was
+    reviewed; None when there is none."""
+    target = state["target"]
+    gated = [r for r in state["rounds"] if r.get("gates")]
+    if not gated or target.get("kind") not in ("file", "diff"):
+        return None
+    number = gated[-1]["round"]
+    folder = run_dir(state["id"]) / f"round-{number}"
+    if target["kind"] == "file":
+        one = _stands(target["path"], folder / FIX_FILE, folder / "output.txt")
+        if one is None:
+            return None
+        return UnreviewedFix(number, one.fix, one.target, one.holds, (one,))
+    files = [
+        f
+        for e in _entries(folder)
+        if (f := _stands(e["target"], folder / e["fix"], folder / e["reviewed"])) is not None
+    ]
+    if not files:
+        return None
+    return UnreviewedFix(number, folder / "fixes", str(target["cwd"]), _summed(files), tuple(files))
 
 
 def restore_reviewed(run_id: str) -> UnreviewedFix | None:
-    """Put the run's target back to the last text a round reviewed if it
-    holds a fix no round reviewed; returns that fix (kept in the run
-    folder), or None when the target holds no such fix.
+    """Put each file of the run that holds a fix no round reviewed back to
+    the text the round reviewed; returns where the fix stands afterwards
+    (kept in the run folder), or None when no file held such a fix.
 
     Call it wherever a run ends without its fix reviewed; `events.log_event`
     does for every escalation.
     """
-    state = load(run_id)
-    found = unreviewed_fix(state)
+    found = unreviewed_fix(load(run_id))
     if found is None or found.holds != "fix":
         return None
-    reviewed = run_dir(run_id) / f"round-{found.round}" / "output.txt"
-    replace_text(found.target, reviewed.read_text(encoding="utf-8"))
-    return UnreviewedFix(found.round, found.path, found.target, "reviewed")
+    files = []
+    for f in found.files:
+        if f.holds == "fix":
+            replace_bytes(f.target, f.reviewed.read_bytes())
+            f = KeptFile(f.target, f.fix, f.reviewed, "reviewed")
+        files.append(f)
+    return UnreviewedFix(found.round, found.path, found.target, _summed(files), tuple(files))
 
 
 def describe(found: UnreviewedFix) -> str:
     """One sentence for a report or a warning."""
-    where = {
-        "fix": f"{found.target} holds it now",
-        "reviewed": f"{found.target} holds the text round {found.round} reviewed",
-        "other": f"{found.target} was changed since by someone else and is left as it is",
-    }[found.holds]
+    if len(found.files) == 1 and found.files[0].fix == found.path:
+        where = _where(found.files[0], found.round)
+    else:
+        where = "; ".join(_where(f, found.round) for f in found.files)
     return (
         f"the fixer's text after round {found.round} was never reviewed; it is kept in "
         f"{found.path}, and {where}"
     )
+
+
+def _where(f: KeptFile, round_number: int) -> str:
+    return {
+        "fix": f"{f.target} holds it now",
+        "reviewed": f"{f.target} holds the text round {round_number} reviewed",
+        "other": f"{f.target} was changed since by someone else and is left as it is",
+    }[f.holds]

@@ -24,6 +24,7 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
+from santa_method.core.files import read_exact
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -414,7 +415,7 @@ class ClaudeBackend:
             )
             result = await self._run(prompt, options)
             try:
-                output = copy.read_text(encoding="utf-8")
+                output = read_exact(copy)
             except (OSError, UnicodeDecodeError) as exc:
                 reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "gone"
                 raise BackendError(

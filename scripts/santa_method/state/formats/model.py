@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import InputError
+from santa_method.core.files import read_exact
 from santa_method.core.locate import Place, changed_paths, places_of
 from santa_method.core.merge import issue_key
 from santa_method.core.types import Criterion, Issue
@@ -298,7 +299,7 @@ def run_subject(run_id: str, name: str | None = None, path: str | None = None) -
     gated = [r for r in state["rounds"] if r["gates"]]
     last = gated[-1] if gated else state["rounds"][-1]
     output_file = folder / f"round-{last['round']}" / "output.txt"
-    output = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
+    output = read_exact(output_file, "replace") if output_file.exists() else ""
     paths = (_relative(path, state["cwd"]),) if path is not None else _subject_paths(state, output)
     if name is not None:
         title = name
@@ -441,7 +442,7 @@ def with_places(
     (for a change, the changed file and the line in the new version)."""
     state = store.load(run_id)
     output_file = store.run_dir(run_id) / f"round-{round_number}" / "output.txt"
-    output = output_file.read_text(encoding="utf-8") if output_file.exists() else ""
+    output = read_exact(output_file, "replace") if output_file.exists() else ""
     paths = list(_subject_paths(state, output))
     diff = state["target"]["kind"] == "diff"
     return [

@@ -1,0 +1,127 @@
+"""`--against-diff --in-place`: fixes of a change are written to the user's
+files, so they follow the same rules as a single file's fix: kept in the
+run folder before they are written, put back when the run escalates, and
+written by one run at a time."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from santa_method.core.errors import BackendError, InputError
+from santa_method.headless import verify_sync
+from santa_method.headless.backends.base import ReviewReply, ReviewRequest
+from santa_method.state import locks, runs
+
+from .test_diff_review import APP_NEW, README_NEW, SPEC, ChangeReviewer, repo
+
+__all__ = ["repo"]
+
+
+class FailsOnTheFix(ChangeReviewer):
+    """Reviews the change, fixes it, then cannot review the fixed change."""
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        if self.fixes:
+            raise BackendError("overloaded", transient=True)
+        return await super().review(request)
+
+
+def _report(run_id: str) -> dict:
+    return json.loads((runs.run_dir(run_id) / "report.json").read_text(encoding="utf-8"))
+
+
+def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
+    readme, app = repo / "docs" / "README.md", repo / "app.py"
+    readme.write_bytes(README_NEW.replace("\n", "\r\n").encode("utf-8"))  # CRLF, as written
+    before = {readme: readme.read_bytes(), app: app.read_bytes()}
+    backend = FailsOnTheFix()
+    with pytest.raises(BackendError):
+        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+    assert len(backend.fixes) == 2  # both files were fixed, then the review failed
+    (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["status"] == "escalated"
+    assert {p: p.read_bytes() for p in before} == before
+    found = _report(run_id)["unreviewed_fix"]
+    assert found["round"] == 1 and found["target_holds"] == "reviewed"
+    kept = {Path(f["target"]).name: Path(f["path"]) for f in found["files"]}
+    assert set(kept) == {"README.md", "app.py"}
+    assert b"2024" in kept["README.md"].read_bytes() and b"\r\n" in kept["README.md"].read_bytes()
+    assert '"hello"' in kept["app.py"].read_text(encoding="utf-8")
+    assert all(f["target_holds"] == "reviewed" for f in found["files"])
+    markdown = (runs.run_dir(run_id) / "report.md").read_text(encoding="utf-8")
+    assert "## Unreviewed fix" in markdown and str(kept["app.py"]) not in markdown
+    assert f"{app} holds the text round 1 reviewed" in markdown
+
+
+def test_a_file_someone_changed_since_is_left_alone(repo: Path) -> None:
+    from santa_method.state.unreviewed import restore_reviewed, unreviewed_fix
+
+    backend = FailsOnTheFix()
+    with pytest.raises(BackendError):
+        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+    (run_id,) = runs.list_run_ids()
+    app = repo / "app.py"
+    # Put one fix back in place, and have a person edit the other file.
+    found = unreviewed_fix(runs.load(run_id))
+    assert found is not None
+    fixes = {Path(f.target).name: f for f in found.files}
+    app.write_bytes(fixes["app.py"].fix.read_bytes())
+    (repo / "docs" / "README.md").write_text("a person's own edit\n", encoding="utf-8")
+    restored = restore_reviewed(run_id)
+    assert restored is not None
+    assert {Path(f.target).name: f.holds for f in restored.files} == {
+        "app.py": "reviewed",
+        "README.md": "other",
+    }
+    assert app.read_text(encoding="utf-8") == APP_NEW
+    assert (repo / "docs" / "README.md").read_text(encoding="utf-8") == "a person's own edit\n"
+
+
+def test_a_change_whose_file_another_run_fixes_is_refused_before_anything_runs(
+    repo: Path,
+) -> None:
+    backend = ChangeReviewer()
+    with locks.fixing(repo / "app.py"), pytest.raises(InputError, match=r"app\.py"):
+        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+    assert runs.list_run_ids() == [] and backend.fixes == []
+
+
+def test_two_runs_fixing_one_checkout_are_refused(repo: Path) -> None:
+    with locks.fixing(repo), pytest.raises(InputError, match="being fixed in place"):
+        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=1, in_place=True)
+    # Reviewing only fixes nothing, so it needs no lock.
+    with locks.fixing(repo):
+        result = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    assert result.verdict == "ESCALATED"
+
+
+def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -> None:
+    # The run starts while app.py is not part of the change; a person adds it
+    # during round 1 (so round 2 flags it), and another run holds its lock.
+    app = repo / "app.py"
+    app.unlink()
+
+    class AddsTheFile(ChangeReviewer):
+        async def review(self, request: ReviewRequest) -> ReviewReply:
+            if not app.exists():
+                app.write_text(APP_NEW, encoding="utf-8")
+                self.held = locks.fixing(app)
+                self.held.__enter__()
+            return await super().review(request)
+
+    backend = AddsTheFile()
+    readme = repo / "docs" / "README.md"
+    try:
+        with pytest.raises(InputError, match=re.escape(f"'{app}' is being fixed in place")):
+            verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=2, in_place=True)
+    finally:
+        backend.held.__exit__(None, None, None)
+    (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["status"] == "escalated"
+    assert app.read_text(encoding="utf-8") == APP_NEW  # never written by this run
+    # Round 1's fix of the README was reviewed by round 2, so it stays.
+    assert "Released in 2024." in readme.read_text(encoding="utf-8")
