@@ -571,7 +571,7 @@ def test_cli_absent_default_log_is_empty(
     assert "0 runs" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", ["metrics", "runs"])
+@pytest.mark.parametrize("command", ["metrics", "runs", "view"])
 def test_cli_named_log_that_does_not_exist_is_an_input_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:

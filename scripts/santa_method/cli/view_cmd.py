@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.cli._io import out_file
+    from santa_method.cli._io import out_file, require_named_log
     from santa_method.cli.metrics_cmd import parse_since
     from santa_method.core.errors import InputError
     from santa_method.state.config import resolve_log_path
@@ -51,9 +51,11 @@ def run(args: argparse.Namespace) -> int:
 
     since = parse_since(args.since)
     out = out_file(args.out) if args.out else None
+    log_path = resolve_log_path(args.log)
+    require_named_log(args.log, log_path)  # a typo is no empty page
     try:
         written = write_view(
-            log_path=resolve_log_path(args.log),
+            log_path=log_path,
             home=santa_dir(),
             out=out,
             since=since,
