@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STAMP_NAME = ".santa-requirements.sha256"
 MIN_PYTHON = (3, 11)
 # Modules `bin/santa` needs; `santa_method` itself comes from the plugin.
-DEPENDENCY_MODULES = ("jsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
+DEPENDENCY_MODULES = ("jsonschema", "fastjsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
 # The hook's timeout is 300 s: leave room to report a pip that hangs.
 PIP_TIMEOUT_S = 240
 VENV_TIMEOUT_S = 120

@@ -167,6 +167,27 @@ def test_requirements_pin_exactly_the_core_dependencies() -> None:
         assert core[canonicalize_name(pin.name)].specifier.contains(spec.version), pin
 
 
+def test_the_launchers_look_for_every_core_dependency() -> None:
+    """An interpreter the launchers choose must hold every core dependency,
+    named as it is imported (PyYAML is `yaml`)."""
+    import tomllib
+    from importlib.metadata import packages_distributions
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    from santa_method import launch
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+    modules = {
+        module
+        for module, dists in packages_distributions().items()
+        if any(canonicalize_name(d) in core for d in dists) and not module.startswith("_")
+    }
+    assert set(launch.DEPENDENCIES) == set(bootstrap.DEPENDENCY_MODULES) == modules
+
+
 def test_interpreter_check(bare_python: Path) -> None:
     version = santa_method.__version__
     assert bootstrap.interpreter_has_package(sys.executable, version)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 # What the helper imports besides the standard library (PyYAML is `yaml`).
-DEPENDENCIES = ("jsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
+DEPENDENCIES = ("jsonschema", "fastjsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
 CHECK_VARIABLE = "SANTA_LAUNCHER_CHECK"
 UNAVAILABLE = 69
 MIN_PYTHON = (3, 11)
