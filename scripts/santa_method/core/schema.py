@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
-from santa_method.core.data import data_dir
+from santa_method.core.data import data_dir, data_path
 
 # Keywords the structured-output subset accepts (ARCHITECTURE.md, "Structured outputs").
 STRICT_KEYWORDS = frozenset(
@@ -48,7 +49,8 @@ _STRIP = frozenset({"$schema", "$id", "$defs", "minLength", "maxLength", "patter
 
 @cache
 def _tolerant_text() -> str:
-    return (data_dir("schemas") / "review.schema.json").read_text(encoding="utf-8")
+    with open(os.path.join(data_path("schemas"), "review.schema.json"), encoding="utf-8") as f:
+        return f.read()
 
 
 def tolerant_schema() -> dict[str, Any]:
