@@ -87,7 +87,9 @@ def compiled_source(module: str) -> str:
 
 def conforms(module: str, obj: Any) -> bool:
     """Whether the compiled schema `core/<module>.py` accepts `obj`: the answer
-    jsonschema would give (tests hold them together), without importing it."""
+    jsonschema would give for JSON data, as parsed from a reply or a rubric
+    (tests hold them together), without importing it. (fastjsonschema also
+    takes a Python tuple for an array, which no parser produces here.)"""
     from importlib import import_module
 
     from fastjsonschema import JsonSchemaValueException
