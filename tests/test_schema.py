@@ -456,3 +456,15 @@ def test_the_agreement_test_sees_both_answers() -> None:
         with pytest.raises(fastjsonschema.JsonSchemaValueException):
             review_schema.validate(bad)
         assert shape_errors(bad) != []
+
+
+def test_without_fastjsonschema_jsonschema_alone_decides(monkeypatch) -> None:
+    # An environment installed before fastjsonschema became a dependency is
+    # slower, never wrong: nothing counts as conforming, jsonschema answers.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fastjsonschema", None)
+    good = pass_review()
+    assert not conforms("review_schema", good)
+    assert shape_errors(good) == []
+    assert shape_errors({**good, "verdict": "MAYBE"}) != []

@@ -92,7 +92,10 @@ def conforms(module: str, obj: Any) -> bool:
     takes a Python tuple for an array, which no parser produces here.)"""
     from importlib import import_module
 
-    from fastjsonschema import JsonSchemaValueException
+    try:
+        from fastjsonschema import JsonSchemaValueException
+    except ImportError:  # installed before fastjsonschema was a dependency: slower, same answer
+        return False  # "not known to conform": jsonschema decides, as it always may
 
     check: Callable[[Any], object] = import_module(f"santa_method.core.{module}").validate
     try:
