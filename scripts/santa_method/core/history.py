@@ -4,7 +4,7 @@ A round's gate can only say ship, rereview or fix. Whether the loop may go
 on depends on its history, decided here as a pure function so the Claude
 Code face and the headless loop escalate for exactly the same reasons:
 - fixes exhausted (`max_fixes` fixes already spent),
-- the money budget spent (where cost is known),
+- the money budget spent (where cost is known; core/budget.py),
 - re-reviews exhausted (a round whose replies stay invalid),
 - a recurring flag: the same problem in 3 consecutive rounds, or one that
   disappeared and came back (a fix regression). Reports of loops running
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from santa_method.core import budget
 from santa_method.core.merge import same_flag_across_rounds
 from santa_method.core.types import MergedIssue, Next
 
@@ -70,8 +71,9 @@ def decide(
     if round_next == "ship":
         return Decision("ship")
     reasons: list[str] = []
-    if budget_usd is not None and cost_usd is not None and cost_usd >= budget_usd:
-        reasons.append(f"the budget is spent (${cost_usd:.4f} of ${budget_usd:.2f})")
+    spent = budget.spent(cost_usd, budget_usd)
+    if spent is not None:
+        reasons.append(spent)
     if round_next == "rereview" and rereviews >= MAX_REREVIEWS:
         reasons.append(
             f"round {round_number} was re-reviewed {rereviews} times and still lacks valid reviews"

@@ -145,18 +145,13 @@ async def verify_batch(
         if value is not None:
             allowed.check(value, name)
     name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
-    if max_cost_usd is not None and name in ("anthropic", "anthropic-batch"):
+    if max_cost_usd is not None:
         from santa_method.headless.backends import prices
 
         wanted: list[str | None] = [*(models or ()), screen_model]
         if not models:
             wanted.insert(0, None)  # the backend's default model
-        unpriced = sorted({prices.model_id(m) for m in wanted if prices.price(m) is None})
-        if unpriced:
-            raise InputError(
-                f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
-                "kept; use a model in the price table or drop the budget"
-            )
+        prices.require_prices(name, wanted)
     if in_place and any(i.path is None for i in checked):
         raise InputError(
             "--in-place edits files; JSONL items get their fixes in the batch's fixed.jsonl"

@@ -25,6 +25,7 @@ from typing import Any
 
 from santa_method.core import assignment as texts
 from santa_method.core import batch as rules
+from santa_method.core import budget
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
@@ -35,10 +36,6 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import EventHook, first_error, review_once
 from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
-
-
-def _usd(value: float) -> str:
-    return f"${value:.2f}" if value >= 1 else f"${value:.4f}"
 
 
 def _digest(*parts: str) -> str:
@@ -138,8 +135,8 @@ class BatchRun:
 
     async def admit(self, kind: str) -> float | None:
         """Reserve the expected cost of one job; None when the budget cannot pay."""
-        budget = self.s["max_cost_usd"]
-        if budget is None:
+        limit = self.s["max_cost_usd"]
+        if limit is None:
             return 0.0
         mine: asyncio.Event | None = None
         while not self.costs[kind] and not self.stop_reason:
@@ -150,15 +147,13 @@ class BatchRun:
                 break
             await probe.wait()
         estimate = self.estimate(kind)
-        spent = self.state["cost_usd"]
-        if not self.stop_reason and spent is None:
-            self.stop_reason = "the cost of a call is unknown, so the budget cannot be kept"
-        elif not self.stop_reason and spent + self.reserved + estimate > budget:
-            what = "items" if kind == "item" else "screens"
-            self.stop_reason = (
-                f"the budget of {_usd(budget)} cannot pay for more {what} "
-                f"(spent {_usd(spent)}, {_usd(self.reserved)} more in flight; "
-                f"one may cost {_usd(estimate)})"
+        if not self.stop_reason:
+            self.stop_reason = budget.admission(
+                spent_usd=self.state["cost_usd"],
+                reserved_usd=self.reserved,
+                estimate_usd=estimate,
+                budget_usd=limit,
+                what="items" if kind == "item" else "screens",
             )
         if self.stop_reason:
             if mine is not None:
@@ -168,14 +163,10 @@ class BatchRun:
         return estimate
 
     def estimate(self, kind: str) -> float:
-        """What the next job may cost, erring high: an item that fails costs up
-        to max_fixes more rounds (and fixes) than the ones seen so far."""
-        known = self.costs[kind]
-        if not known:
-            return 0.0
-        if kind == "screen":
-            return max(known)
-        return max(max(known), sum(known) / len(known) * (1 + self.s["max_fixes"]))
+        """What the next job may cost (core/budget.py): an item that fails costs
+        up to max_fixes more rounds (and fixes) than the ones seen so far."""
+        rounds = 1 + self.s["max_fixes"] if kind == "item" else 1
+        return budget.estimate(self.costs[kind], rounds=rounds)
 
     def settle(self, kind: str, estimate: float, cost: float | None) -> None:
         """Release a job's reservation and learn from what it cost."""
@@ -188,11 +179,15 @@ class BatchRun:
 
     def left_for(self, estimate: float) -> float | None:
         """What one admitted job may spend (its loop stops before a fix it cannot pay)."""
-        budget = self.s["max_cost_usd"]
-        if budget is None:
+        limit = self.s["max_cost_usd"]
+        if limit is None:
             return None
-        spent = self.state["cost_usd"] or 0.0
-        return max(budget - spent - (self.reserved - estimate), 1e-9)
+        return budget.allowance(
+            spent_usd=self.state["cost_usd"],
+            reserved_usd=self.reserved,
+            estimate_usd=estimate,
+            budget_usd=limit,
+        )
 
     async def gather(self, jobs: Sequence[Any]) -> None:
         """Run jobs under the concurrency limit; the first BackendError wins."""
@@ -480,16 +475,9 @@ class BatchRun:
     # -- the verdict ----------------------------------------------------------------
 
     def finish(self, decision: rules.Decision) -> BatchResult:
-        budget, spent = self.s["max_cost_usd"], self.state["cost_usd"]
-        if decision.step == "accept" and budget is not None and (spent is None or spent > budget):
-            decision = rules.Decision(
-                "escalate",
-                reasons=(
-                    f"spent {_usd(spent)} of a budget of {_usd(budget)}"
-                    if spent is not None
-                    else "the cost is unknown, so the budget was not kept",
-                ),
-            )
+        over = budget.overspent(self.state["cost_usd"], self.s["max_cost_usd"])
+        if decision.step == "accept" and over is not None:
+            decision = rules.Decision("escalate", reasons=(over,))
         self.save()
         data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
         self.emit("batch_done", verdict=data["verdict"], report=data["report"])

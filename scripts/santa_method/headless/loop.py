@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from santa_method.core import assignment as texts
-from santa_method.core import numbers
+from santa_method.core import budget, numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
@@ -143,17 +143,10 @@ async def verify(
     await require_prerequisites(impl)
     labels_all = _labels(reviewers)
     per_label = models_for(models, labels_all)
-    if max_cost_usd is not None and getattr(impl, "name", None) in ("anthropic", "anthropic-batch"):
+    if max_cost_usd is not None:
         from santa_method.headless.backends import prices
 
-        unpriced = sorted(
-            {str(m) for m in [*per_label.values(), fixer_model] if prices.price(m) is None}
-        )
-        if unpriced:
-            raise InputError(
-                f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
-                "kept; use a model in the price table or drop the budget"
-            )
+        prices.require_prices(getattr(impl, "name", None), [*per_label.values(), fixer_model])
     run = LoopRun(
         impl,
         resolved,
@@ -369,27 +362,19 @@ async def _drive(
             return _result(run, run_id, "NICE", working, None, [])
         if gate.next == "escalate":
             return _escalated(run, run_id, working, gate.extra.get("report"), list(gate.reasons))
-        if max_cost_usd is not None and run.cost is None:
-            # A budget that cannot be measured cannot be kept: stop, not spend.
-            reason = (
-                f"the cost of a call is unknown (no price for its model), so the budget of "
-                f"${max_cost_usd:.2f} cannot be kept"
-            )
+        # A budget that cannot be measured cannot be kept: stop, not spend.
+        step: Literal["fix", "rereview"] = "fix" if gate.next == "fix" else "rereview"
+        reason = budget.next_round(
+            step,
+            spent_usd=run.cost,
+            last_round_usd=last_round_cost,
+            last_fix_usd=last_fix_cost,
+            budget_usd=max_cost_usd,
+        )
+        if reason is not None:
             runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
             return _escalated(run, run_id, working, None, [reason])
         if gate.next == "fix":
-            if max_cost_usd is not None and run.cost is not None:
-                needed = run.cost + last_round_cost + last_fix_cost
-                if needed > max_cost_usd:
-                    reason = (
-                        f"the budget cannot pay for another fix and round "
-                        f"(spent ${run.cost:.4f}, about ${needed - run.cost:.4f} more needed, "
-                        f"budget ${max_cost_usd:.2f})"
-                    )
-                    runs.log_event(
-                        run_id, "escalate", data={"reason": reason, **run.take_unlogged()}
-                    )
-                    return _escalated(run, run_id, working, None, [reason])
             fix, stop = await _fix(
                 run, run_id, opened.round, gate.extra["fixer_assignment"], output, working
             )
@@ -400,14 +385,6 @@ async def _drive(
             )
             if stop is not None:
                 return _stopped(run, run_id, working, stop)
-        elif (
-            max_cost_usd is not None
-            and run.cost is not None
-            and run.cost + last_round_cost > max_cost_usd
-        ):
-            reason = f"the budget cannot pay for a re-review (spent ${run.cost:.4f} of ${max_cost_usd:.2f})"
-            runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
-            return _escalated(run, run_id, working, None, [reason])
         try:
             opened = runs.next_round(run_id)
         except RefusedError as exc:

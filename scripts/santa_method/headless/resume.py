@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from santa_method.core import budget
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.headless.backends.base import Backend
 from santa_method.headless.loop import verify
@@ -56,16 +57,16 @@ def _resumable(run_id: str) -> dict[str, Any]:
 
 
 def _budget_left(state: dict[str, Any]) -> float | None:
-    budget = state.get("budget_usd")
-    if budget is None:
+    allowed = state.get("budget_usd")
+    if allowed is None:
         return None
     spent = runs.logged_cost(runlog.read(state["log"]).records, state["id"]) or 0.0
-    if spent >= budget:
+    if budget.spent(spent, allowed) is not None:
         raise RefusedError(
-            f"run {state['id']} has spent ${spent:.4f} of its ${budget:.2f} budget; close it "
+            f"run {state['id']} has spent ${spent:.4f} of its ${allowed:.2f} budget; close it "
             f"with 'santa log escalate --run {state['id']}'"
         )
-    return budget - spent
+    return allowed - spent
 
 
 async def resume(

@@ -10,8 +10,10 @@ lists a price of its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from santa_method.core.errors import InputError
 from santa_method.headless.backends.base import Tokens
 
 PRICES_AS_OF = "2026-01"
@@ -81,6 +83,23 @@ def price(model: str | None) -> Price | None:
         if mid.startswith(known + "-"):
             return PRICES[known]
     return None
+
+
+#: The backends whose cost is counted by this table (Claude Code reports its own).
+PRICED_BACKENDS = ("anthropic", "anthropic-batch")
+
+
+def require_prices(backend: str | None, models: Iterable[str | None]) -> None:
+    """A budget is kept only if every model a run may call has a price here:
+    refused before any run exists (None is the backend's default model)."""
+    if backend not in PRICED_BACKENDS:
+        return
+    unpriced = sorted({model_id(m) for m in models if price(m) is None})
+    if unpriced:
+        raise InputError(
+            f"no list price is known for {', '.join(unpriced)}, so --budget-usd cannot be "
+            "kept; use a model in the price table or drop the budget"
+        )
 
 
 def cost(model: str | None, tokens: Tokens) -> float | None:
