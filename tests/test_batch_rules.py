@@ -1,10 +1,10 @@
-"""The batch rules (core/batch.py): what failed, what is systemic, what comes next."""
+"""The batch rules (core/batch_rules.py): what failed, what is systemic, what comes next."""
 
 from __future__ import annotations
 
 import pytest
 
-from santa_method.core.batch import (
+from santa_method.core.batch_rules import (
     ItemOutcome,
     cost_relative_to_all,
     decide,

@@ -15,7 +15,7 @@ import pytest
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.core.errors import RefusedError
-from santa_method.core.history import decide, recurring_flags
+from santa_method.core.escalation import decide, recurring_flags
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
 from santa_method.state import runs

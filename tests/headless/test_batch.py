@@ -442,7 +442,7 @@ def test_screen_flags_the_fixer_leaves_unchanged_block_acceptance(stub_server, p
     data = result.to_json()
     first = data["waves"][0]["screens"]["completeness"]
     assert first["flagged"] > 0 and first["fixed"] == 0
-    assert result.verdict == "ESCALATED"  # core/batch.decide: unfixed flags never accept
+    assert result.verdict == "ESCALATED"  # core/batch_rules.decide: unfixed flags never accept
 
 
 def test_estimates_as_generated_and_after_fixes(stub_server, project):

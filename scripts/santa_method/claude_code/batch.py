@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import batch as rules
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.types import Rubric
@@ -436,4 +435,4 @@ def screen_rubric_allowed(rubric_arg: str | None, against: str | None, spec: str
     return loaded is not None and rubric_hash(loaded) == known["hash"]
 
 
-__all__ = ["plan", "record", "rules", "screen_rubric_allowed", "status", "view"]
+__all__ = ["plan", "record", "screen_rubric_allowed", "status", "view"]

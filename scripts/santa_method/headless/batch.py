@@ -5,7 +5,7 @@ Why it is built from the pieces it is: each sampled item is verified by
 `verify()`, the same loop and run state as `santa run`, so an item can
 neither skip a step nor ship without a NICE gate; the batch's own rules
 (what failed, what is systemic, what comes next) are the pure functions of
-core/batch.py, shared with `santa batch plan/record` inside Claude Code;
+core/batch_rules.py, shared with `santa batch plan/record` inside Claude Code;
 everything decided is saved in the batch's state before it is acted on, so
 `resume` continues an interrupted batch (and, with `anthropic-batch`, the
 same Message Batch) without paying twice.
@@ -25,8 +25,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import batch as rules
-from santa_method.core import numbers
+from santa_method.core import batch_rules, numbers
 from santa_method.core.errors import InputError
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import (
@@ -114,14 +113,14 @@ async def verify_batch(
     resume: bool | str = False,
     log: str | os.PathLike[str] | None = None,
     field_name: str = "output",
-    systemic_min: int = rules.DEFAULT_MIN_ITEMS,
+    systemic_min: int = batch_rules.DEFAULT_MIN_ITEMS,
     systemic_share: float | None = None,
     screen_model: str | None = None,
     concurrency: int | None = None,
     on_event: EventHook | None = None,
     project_dir: str | os.PathLike[str] | None = None,
 ) -> BatchResult:
-    """Verify a batch by sampling; see the module docstring and core/batch.py.
+    """Verify a batch by sampling; see the module docstring and core/batch_rules.py.
 
     Raises InputError for bad arguments (exit 2) and BackendError when the
     backend fails after retries (exit 3; the batch stays open and

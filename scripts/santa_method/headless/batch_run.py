@@ -4,7 +4,7 @@ Why apart from `batch.py` (which checks the arguments and opens or resumes
 the batch): this is the part that spends money. Each sampled item is
 verified by `verify()`, the same loop and run state as `santa run`; the
 batch's rules (what failed, what is systemic, what comes next) are the
-pure functions of core/batch.py, applied by the Book of state/batches.py;
+pure functions of core/batch_rules.py, applied by the Book of state/batches.py;
 everything decided is saved before it is acted on, so an interrupted batch
 resumes without paying twice.
 
@@ -23,9 +23,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from santa_method.core import assignment as texts
-from santa_method.core import batch as rules
-from santa_method.core import budget
+from santa_method.core import assignments, batch_rules, budget
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
@@ -120,7 +118,7 @@ class BatchRun:
                     wave["screened"] = True
                     decision = self.book.decide(wave)
             if self.stop_reason:
-                decision = rules.Decision("escalate", reasons=(self.stop_reason,))
+                decision = batch_rules.Decision("escalate", reasons=(self.stop_reason,))
             self.save()
             self.book.conclude(wave, decision)
             self.emit("decision", wave=wave["number"], **decision.to_json())
@@ -261,7 +259,9 @@ class BatchRun:
         except RefusedError as exc:
             # This item cannot be verified (e.g. it is empty); the batch goes on
             # and cannot be accepted with it (an escalated item never is).
-            outcome = rules.ItemOutcome(item=item, run_id=None, status="escalated", reason=str(exc))
+            outcome = batch_rules.ItemOutcome(
+                item=item, run_id=None, status="escalated", reason=str(exc)
+            )
             wave["outcomes"][item] = outcome.to_json()
             self.save()
             batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
@@ -395,8 +395,8 @@ class BatchRun:
         result, record = await review_once(
             self.impl,
             narrow,
-            prefix=texts.reviewer_prefix(markdown, self.spec, boundary),
-            round_part=texts.screening_round_part(
+            prefix=assignments.reviewer_prefix(markdown, self.spec, boundary),
+            round_part=assignments.screening_round_part(
                 batch_id=self.batch_id,
                 criterion=criterion,
                 output=text,
@@ -429,7 +429,7 @@ class BatchRun:
         self, wave: dict[str, Any], item: str, criterion: str, text: str, review: Any, boundary: str
     ) -> dict[str, Any]:
         flags = merge_flags(flags_of("screen", review), text)
-        assignment = texts.fixer_assignment(
+        assignment = assignments.fixer_assignment(
             run_id=f"batch {self.batch_id}",
             round_number=wave["number"],
             target=json.dumps(item, ensure_ascii=False),
@@ -474,10 +474,10 @@ class BatchRun:
 
     # -- the verdict ----------------------------------------------------------------
 
-    def finish(self, decision: rules.Decision) -> BatchResult:
+    def finish(self, decision: batch_rules.Decision) -> BatchResult:
         over = budget.overspent(self.state["cost_usd"], self.s["max_cost_usd"])
         if decision.step == "accept" and over is not None:
-            decision = rules.Decision("escalate", reasons=(over,))
+            decision = batch_rules.Decision("escalate", reasons=(over,))
         self.save()
         data = self.book.finish(decision, tokens=self.tokens.to_json(), warnings=self.warnings)
         self.emit("batch_done", verdict=data["verdict"], report=data["report"])

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import assignment as texts
+from santa_method.core import assignments
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_text
 from santa_method.core.locate import changed_paths, parse_diff, places_of
@@ -116,14 +116,14 @@ async def fix_change(
         fix_alone(file)
         content = read_text(file, "changed file")
         reviewed = content.encode("utf-8")
-        assignment = texts.fixer_assignment(
+        assignment = assignments.fixer_assignment(
             run_id=run_id,
             round_number=round_number,
             target=path,
             output=content,
             flags=flags,
             spec=spec,
-            boundary=texts.boundary_for(
+            boundary=assignments.boundary_for(
                 content, spec, *(f.issue + (f.quote or "") + (f.missing or "") for f in flags)
             ),
         )

@@ -25,8 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from santa_method.core import assignment as texts
-from santa_method.core import budget, numbers
+from santa_method.core import assignments, budget, numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
@@ -310,7 +309,7 @@ async def _drive(
     while True:
         # The prefix is the run's shared part; it changes only if a fix put
         # the run's fence marker into the output (runs.py then draws a new one).
-        prefix = texts.reviewer_prefix(rubric_md, spec, runs.load(run_id)["boundary"])
+        prefix = assignments.reviewer_prefix(rubric_md, spec, runs.load(run_id)["boundary"])
         assignment = read_exact(opened.assignment)
         if not assignment.startswith(prefix):
             raise RefusedError("the round's assignment does not start with the run's shared prefix")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from santa_method.core import batch as rules
+from santa_method.core import batch_rules
 from santa_method.headless.backends.base import Tokens
 
 
@@ -112,7 +112,7 @@ class VerifyResult:
 class BatchResult:
     """What `verify_batch` answers; `data` is the report's JSON (`to_json()`).
 
-    ACCEPTED only when the rules of core/batch.py say so: the last sample
+    ACCEPTED only when the rules of core/batch_rules.py say so: the last sample
     passed (or every item was verified), every verified item shipped, and
     every screen gave a usable answer.
     """
@@ -132,8 +132,8 @@ class BatchResult:
         return str(self.data["report"])
 
     @property
-    def outcomes(self) -> list[rules.ItemOutcome]:
-        return [rules.ItemOutcome.from_json(o) for o in self.data["items"]]
+    def outcomes(self) -> list[batch_rules.ItemOutcome]:
+        return [batch_rules.ItemOutcome.from_json(o) for o in self.data["items"]]
 
     @property
     def cost_usd(self) -> float | None:

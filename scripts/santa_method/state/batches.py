@@ -3,7 +3,7 @@
 The book reads a batch's state: which items were drawn in which wave, what
 each item's run decided (`outcome_of_run`, read from the run itself, never
 from anyone's word), what the sample says about the rest (the batch rules
-in `core/batch.py`), and the report and estimate when the batch finishes.
+in `core/batch_rules.py`), and the report and estimate when the batch finishes.
 The batch's files (ids, state, lock, event log, item texts) are in
 `batch_files.py`; their names are gathered here too, so the faces that
 drive a batch import one module.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import batch as rules
-from santa_method.core.batch import ItemOutcome
+from santa_method.core import batch_rules
+from santa_method.core.batch_rules import ItemOutcome
 from santa_method.core.errors import InputError
 from santa_method.state import log as runlog
 from santa_method.state import store as run_store
@@ -72,7 +72,7 @@ def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
     first = state["rounds"][0]
     criteria: list[str] = []
     for gate in first.get("gates") or []:
-        # A problem counts once, under its primary criterion (core/batch.py).
+        # A problem counts once, under its primary criterion (core/batch_rules.py).
         criteria.extend(issue["criterion"] for issue in gate.get("issues") or [])
     status = "escalated"
     if state["status"] == "shipped":
@@ -187,7 +187,7 @@ class Book:
             return self.waves[-1]
         return None
 
-    def concluded(self) -> rules.Decision | None:
+    def concluded(self) -> batch_rules.Decision | None:
         """The last wave's decision when it ended the batch but the verdict
         was never written (an interruption between the two)."""
         if self.state["status"] != "open" or not self.waves:
@@ -195,11 +195,11 @@ class Book:
         decision = self.waves[-1]["decision"]
         if decision is None or decision["step"] == "resample":
             return None
-        return rules.Decision(
+        return batch_rules.Decision(
             decision["step"], tuple(decision["criteria"]), tuple(decision["reasons"])
         )
 
-    def decide(self, wave: dict[str, Any]) -> rules.Decision:
+    def decide(self, wave: dict[str, Any]) -> batch_rules.Decision:
         # A screen's verdict stands until the item is verified by a run of its own.
         verified = self.verified_ids()
         screens = [
@@ -209,7 +209,7 @@ class Book:
             for item, found in by_item.items()
             if item not in verified
         ]
-        return rules.decide(
+        return batch_rules.decide(
             [ItemOutcome.from_json(o) for o in wave["outcomes"].values()],
             all_outcomes=self.outcomes(),
             screened=wave["screened"],
@@ -228,7 +228,7 @@ class Book:
             ),
         )
 
-    def conclude(self, wave: dict[str, Any], decision: rules.Decision) -> None:
+    def conclude(self, wave: dict[str, Any], decision: batch_rules.Decision) -> None:
         wave["decision"] = decision.to_json()
         self.save()
         event(self.batch_id, "decision", wave=wave["number"], **decision.to_json())
@@ -265,7 +265,11 @@ class Book:
         return problems
 
     def finish(
-        self, decision: rules.Decision, *, tokens: dict[str, int] | None, warnings: Sequence[str]
+        self,
+        decision: batch_rules.Decision,
+        *,
+        tokens: dict[str, int] | None,
+        warnings: Sequence[str],
     ) -> dict[str, Any]:
         """Close the batch: verdict, estimate, guarantee, cost; write the report."""
         from santa_method.core.estimate import estimate_defect_rate
@@ -275,7 +279,7 @@ class Book:
             excluded = set(self.options["exclude"])
             drifted = self.store.drifted([i for i in self.store.order if i not in excluded])
             if drifted:
-                decision = rules.Decision(
+                decision = batch_rules.Decision(
                     "escalate",
                     reasons=(
                         f"{len(drifted)} item(s) changed since the batch last saw them: "
@@ -329,7 +333,7 @@ class Book:
             "reviewed": len(outcomes),
             "items": [o.to_json() for o in outcomes],
             "waves": [wave_summary(w) for w in self.waves],
-            "failures_by_criterion": rules.failures_by_criterion(outcomes),
+            "failures_by_criterion": batch_rules.failures_by_criterion(outcomes),
             "systemic": systemic,
             "estimate": first_rate.to_json() if first_rate is not None else None,
             "estimate_after_fixes": last_rate.to_json() if last_rate is not None else None,
@@ -337,7 +341,7 @@ class Book:
             "guarantee": guarantee,
             "seed": self.state["seed"],
             "cost_usd": self.state.get("cost_usd"),
-            "cost_relative_to_all": rules.cost_relative_to_all(
+            "cost_relative_to_all": batch_rules.cost_relative_to_all(
                 self.state.get("cost_usd"), outcomes, self.population()
             ),
             "tokens": tokens,
@@ -408,7 +412,7 @@ def wave_summary(wave: dict[str, Any]) -> dict[str, Any]:
         "verified": len(outcomes),
         "failed": sum(1 for o in outcomes if o.failed),
         "skipped": list(wave["skipped"]),
-        "failures_by_criterion": rules.failures_by_criterion(outcomes),
+        "failures_by_criterion": batch_rules.failures_by_criterion(outcomes),
         "screens": screens,
         "decision": wave["decision"],
     }

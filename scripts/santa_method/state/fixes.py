@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import assignment as texts
+from santa_method.core import assignments
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
@@ -34,20 +34,20 @@ def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
         else f"the working tree (diff against {state['target']['rev']})"
     )
     spec = (run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
-    body = texts.fixer_assignment(
+    body = assignments.fixer_assignment(
         run_id=run_id,
         round_number=current["round"],
         target=name,
         output=output,
         flags=flags,
         spec=spec,
-        boundary=texts.boundary_for(
+        boundary=assignments.boundary_for(
             output, spec, *(i.issue + (i.quote or "") + (i.missing or "") for i in flags)
         ),
     )
     path = run_dir(run_id) / f"round-{current['round']}" / "fixer-assignment.md"
     replace_text(path, body)
-    instruction = texts.fixer_instruction(str(path), run_id, current["round"], name)
+    instruction = assignments.fixer_instruction(str(path), run_id, current["round"], name)
     state["fixer"] = {
         "round": current["round"],
         "instruction": instruction,

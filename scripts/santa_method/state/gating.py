@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.escalation import decide
 from santa_method.core.files import MAX_REVIEW_BYTES, read_text
 from santa_method.core.gate import gate
-from santa_method.core.history import decide
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, Rubric, ValidationResult
 from santa_method.state import log as runlog

@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import assignment as texts
-from santa_method.core import numbers
+from santa_method.core import assignments, numbers
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.escalation import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.files import read_exact
 from santa_method.core.gate import default_labels
-from santa_method.core.history import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.types import Rubric
 from santa_method.state import sources
 from santa_method.state.atomic import replace_text
@@ -82,7 +81,7 @@ def _opened(state: dict[str, Any], rereview: bool) -> RoundOpened:
 def _assignment_body(folder: Path, state: dict[str, Any], r: dict[str, Any]) -> str:
     """The round's assignment, rebuilt from the run's checked files: the
     same bytes every time, so a tampered file can be detected and restored."""
-    return texts.reviewer_assignment(
+    return assignments.reviewer_assignment(
         run_id=state["id"],
         round_number=r["round"],
         reviewers=state["reviewers"],
@@ -112,7 +111,7 @@ def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) 
     # byte-identical across rounds (prompt caches); a fix that put it into
     # the output only costs a new one, never an open fence.
     if state["boundary"] in output:
-        state["boundary"] = texts.boundary_for(spec, output)
+        state["boundary"] = assignments.boundary_for(spec, output)
     round_dir = folder / f"round-{number}"
     round_dir.mkdir(exist_ok=True)
     replace_text(round_dir / "output.txt", output)
@@ -121,10 +120,10 @@ def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) 
     r: dict[str, Any] = {
         "round": number,
         "opened": now(),
-        "canary": texts.new_token(),
+        "canary": assignments.new_token(),
         "boundary": state["boundary"],
         "assignment": str(path),
-        "instruction": texts.reviewer_instruction(str(path), state["id"], number),
+        "instruction": assignments.reviewer_instruction(str(path), state["id"], number),
         "output_sha256": sha256(output),
         "open": True,
         "rereviews": 0,
@@ -201,7 +200,7 @@ def start_run(
         "pre_check": pre_check,
         "cwd": work_dir,
         "log": str(log_file.absolute()),
-        "boundary": texts.boundary_for(spec, output),
+        "boundary": assignments.boundary_for(spec, output),
         "spec_sha256": sha256(spec),
         "rubric_md_sha256": sha256(rubric_markdown),
         "rounds": [],

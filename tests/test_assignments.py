@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from santa_method.core import assignment as a
+from santa_method.core import assignments as a
 from santa_method.core.types import MergedIssue
 
 RUBRIC = "## Rubric: base\n\n### `factual-accuracy`: Facts\nPass: every fact matches the spec.\n"
