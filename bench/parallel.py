@@ -37,6 +37,7 @@ from santa_method.core.rubric import load_rubric  # noqa: E402
 from santa_method.core.schema import strict_schema  # noqa: E402
 from santa_method.headless.backends.base import ReviewRequest  # noqa: E402
 from santa_method.headless.loop import verify  # noqa: E402
+from santa_method.headless.options import VerifyOptions  # noqa: E402
 
 CRITERIA = load_rubric("base").ids
 
@@ -74,10 +75,9 @@ async def _round(backend: Any, reviewers: int, target: Path, cache_warm: bool) -
     result = await verify(
         "The text says hello.",
         target,
-        reviewers=reviewers,
-        backend=backend,
-        cache_warm=cache_warm,
-        on_event=on_event,
+        options=VerifyOptions(
+            reviewers=reviewers, backend=backend, cache_warm=cache_warm, on_event=on_event
+        ),
     )
     if result.verdict != "NICE":
         raise SystemExit(f"benchmark round did not pass: {result.reasons}")

@@ -31,7 +31,9 @@ from typing import Any
 import pytest
 
 from _reviews import BASE_IDS
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, ReviewReply, Tokens
+from santa_method.headless.batch import BatchOptions
 from santa_method.state import log as runlog
 
 CRITERIA = BASE_IDS
@@ -173,7 +175,9 @@ def run_all(root: Path, names: tuple[str, ...] = tuple(RUNS)) -> dict[str, Any]:
         output, max_fixes = RUNS[name]
         path = root / f"{name}.md"
         path.write_text(output, encoding="utf-8")
-        results[name] = verify_sync(SPEC, path, backend=ScriptedModel(), max_fixes=max_fixes)
+        results[name] = verify_sync(
+            SPEC, path, options=VerifyOptions(backend=ScriptedModel(), max_fixes=max_fixes)
+        )
     return results
 
 
@@ -195,7 +199,9 @@ def run_batch(n: int = 24, defective: frozenset[int] = frozenset(range(0, 24, 3)
         for i, t in enumerate(batch_texts(n, set(defective)))
     ]
     return verify_batch_sync(
-        items, "Each summary has all its parts.", backend=ScriptedModel(), seed=7, minimum=8
+        items,
+        "Each summary has all its parts.",
+        options=BatchOptions(backend=ScriptedModel(), seed=7, minimum=8),
     )
 
 

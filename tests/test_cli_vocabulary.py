@@ -17,6 +17,8 @@ from santa_method.claude_code.protocol import HOOK_EVENTS
 from santa_method.cli import build_parser, main
 from santa_method.core.errors import InputError
 from santa_method.core.types import TOO_FEW_REVIEWERS
+from santa_method.headless.api import VerifyOptions
+from santa_method.headless.batch import BatchOptions
 from santa_method.state.config import Config, parse_config
 
 SENTENCE = "a run needs at least 2 reviewers: one is a second opinion, not a verification"
@@ -78,9 +80,11 @@ def test_one_reviewer_from_the_config_or_the_api_gets_the_sentence_too(project: 
     from santa_method.headless.batch import verify_batch_sync
 
     with pytest.raises(InputError, match=SENTENCE):
-        verify_sync("spec", project / "out.md", reviewers=1)
+        verify_sync("spec", project / "out.md", options=VerifyOptions(reviewers=1))
     with pytest.raises(InputError, match=SENTENCE):
-        verify_batch_sync(sorted((project / "items").iterdir()), "spec", reviewers=1)
+        verify_batch_sync(
+            sorted((project / "items").iterdir()), "spec", options=BatchOptions(reviewers=1)
+        )
 
 
 def test_a_config_of_one_reviewer_refuses_round_start(

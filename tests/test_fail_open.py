@@ -227,10 +227,13 @@ def test_good_usage_in_log_data_is_recorded(
 
 def test_the_python_api_refuses_the_same_numbers(project: Path) -> None:
     from santa_method.headless import verify_sync
+    from santa_method.headless.api import VerifyOptions
 
     for options in ({"max_cost_usd": math.nan}, {"timeout": math.inf}, {"reviewers": True}):
         with pytest.raises(InputError):
-            verify_sync("spec", project / "out.md", backend="anthropic", **options)
+            verify_sync(
+                "spec", project / "out.md", options=VerifyOptions(backend="anthropic", **options)
+            )
     assert not (project / ".santa" / "runs").exists()
     with pytest.raises(InputError, match="cost_usd"):
         check_usage({"cost_usd": -1}, "data")

@@ -23,6 +23,7 @@ import pytest
 import _view_project as vp
 from _view_project import isolate
 from santa_method.cli import main
+from santa_method.headless.api import VerifyOptions
 from santa_method.state import log as runlog
 from santa_method.state.history import summarise_runs
 from santa_method.view import write_view
@@ -219,7 +220,7 @@ def test_secrets_in_a_run_folder_are_redacted(tmp_path, monkeypatch):
     target.write_text(f"# Tool\n\nUse the key {key} to log in.\n\n## License\nMIT\n")
     from santa_method.headless import verify_sync
 
-    verify_sync(vp.SPEC, target, backend=vp.ScriptedModel())
+    verify_sync(vp.SPEC, target, options=VerifyOptions(backend=vp.ScriptedModel()))
     assert key in next((tmp_path / ".santa" / "runs").glob("*/round-1/output.txt")).read_text()
     written = write_view(log_path=tmp_path / ".santa" / "log.jsonl", home=tmp_path / ".santa")
     html = written.path.read_text(encoding="utf-8")

@@ -71,6 +71,7 @@ from santa_method.core.gate import default_labels  # noqa: E402
 from santa_method.core.rubric import load_rubric  # noqa: E402
 from santa_method.headless.backends import prices  # noqa: E402
 from santa_method.headless.loop import VerifyResult, verify  # noqa: E402
+from santa_method.headless.options import VerifyOptions  # noqa: E402
 from santa_method.state.metrics import fleiss_kappa  # noqa: E402
 
 RUBRIC = "base"
@@ -552,14 +553,16 @@ async def run_cases(
                 result = await verify(
                     case.spec,
                     case.output,
-                    rubric=RUBRIC,
-                    reviewers=len(LABELS),
-                    models=models,
-                    backend=make_backend(),  # one per run: the loop closes it at the end
-                    max_fixes=max_fixes,
-                    timeout=timeout,
-                    log=log_path,
-                    project_dir=project_dir,
+                    options=VerifyOptions(
+                        rubric=RUBRIC,
+                        reviewers=len(LABELS),
+                        models=models,
+                        backend=make_backend(),  # one per run: the loop closes it at the end
+                        max_fixes=max_fixes,
+                        timeout=timeout,
+                        log=log_path,
+                        project_dir=project_dir,
+                    ),
                 )
                 outcome = outcome_of(case, k, result)
             except BackendError as exc:

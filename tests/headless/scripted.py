@@ -86,12 +86,12 @@ from pathlib import Path
 
 sys.path.insert(0, sys.argv[1])
 from headless.scripted import Scripted
-from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions, verify_sync
 
 target, new_year, stop, stop_at = sys.argv[2:6]
 backend = Scripted(new_year=new_year, stop=Path(stop) if stop else None, stop_at=stop_at)
-print(verify_sync("The README names the current year.", Path(target), backend=backend,
-                  in_place=True, max_fixes=1).verdict)
+options = VerifyOptions(backend=backend, in_place=True, max_fixes=1)
+print(verify_sync("The README names the current year.", Path(target), options=options).verdict)
 """
 
 

@@ -21,6 +21,7 @@ from e2e.stub_server import FIXER, REVIEWER, Error, Json, StubServer, first_user
 from santa_method.core.errors import BackendError, InputError
 from santa_method.core.schema import strict_schema
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends import prices
 from santa_method.headless.backends.anthropic import AnthropicBackend
 from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
@@ -154,7 +155,9 @@ def test_verify_reaches_nice_with_every_review_in_a_batch(stub_server, project, 
         {REVIEWER: reviewer, FIXER: [Json({"output": fixed, "report": ["1. fixed: year"]})]}
     )
     backend = make(server, project / ".santa" / "batch-state.json")
-    result = verify_sync(SPEC, target, backend=backend, models=["sonnet", "haiku"])
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend, models=["sonnet", "haiku"])
+    )
 
     assert result.verdict == "NICE" and result.rounds == 2
     assert result.backend == "anthropic-batch"

@@ -18,7 +18,7 @@ from e2e.stub_server import FIXER, REVIEWER, Error
 from santa_method.cli import main
 from santa_method.core.errors import BackendError, InputError
 from santa_method.headless.backends.anthropic import AnthropicBackend
-from santa_method.headless.batch import verify_batch_sync
+from santa_method.headless.batch import BatchOptions, verify_batch_sync
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem
 
@@ -45,7 +45,7 @@ def items_of(values: list[str], **fields: list[Any]) -> list[BatchItem]:
 
 def run_batch(server: Any, items: list[BatchItem], **options: Any) -> Any:
     options.setdefault("seed", 7)
-    return verify_batch_sync(items, SPEC, backend=backend(server), **options)
+    return verify_batch_sync(items, SPEC, options=BatchOptions(backend=backend(server), **options))
 
 
 def reviewed_items(server: Any) -> list[str]:
@@ -79,7 +79,7 @@ def test_a_defect_in_a_small_batch_is_fixed_in_a_copy(stub_server, project):
         path = project / f"out-{i}.md"
         path.write_text(text, encoding="utf-8")
         files.append(path)
-    result = verify_batch_sync(files, SPEC, backend=backend(server), seed=3)
+    result = verify_batch_sync(files, SPEC, options=BatchOptions(backend=backend(server), seed=3))
     data = result.to_json()
     assert result.verdict == "ACCEPTED"
     assert data["failures_by_criterion"] == {"completeness": [str(files[1])]}
@@ -95,7 +95,9 @@ def test_in_place_edits_the_files(stub_server, project):
     server = stub_server(SCRIPT)
     path = project / "only.md"
     path.write_text(texts(1, {0})[0], encoding="utf-8")
-    result = verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+    result = verify_batch_sync(
+        [path], SPEC, options=BatchOptions(backend=backend(server), seed=1, in_place=True)
+    )
     assert result.verdict == "ACCEPTED"
     assert "BAD-" not in path.read_text()
 
@@ -307,14 +309,16 @@ def test_anthropic_batch_sends_each_round_as_one_message_batch(stub_server, proj
     result = verify_batch_sync(
         values,
         SPEC,
-        backend="anthropic-batch",
-        backend_options={
-            "base_url": server.base_url,
-            "api_key": "test",
-            "poll_interval": 0.01,
-            "gather_window": 0.2,
-        },
-        seed=1,
+        options=BatchOptions(
+            backend="anthropic-batch",
+            backend_options={
+                "base_url": server.base_url,
+                "api_key": "test",
+                "poll_interval": 0.01,
+                "gather_window": 0.2,
+            },
+            seed=1,
+        ),
     )
     assert result.verdict == "ACCEPTED"
     creates = _batch_creates(server)
@@ -339,9 +343,11 @@ def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(st
             verify_batch(
                 values,
                 SPEC,
-                backend="anthropic-batch",
-                seed=9,
-                backend_options={**options, "poll_interval": 60},
+                options=BatchOptions(
+                    backend="anthropic-batch",
+                    seed=9,
+                    backend_options={**options, "poll_interval": 60},
+                ),
             )
         )
         for _ in range(500):
@@ -366,10 +372,12 @@ def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(st
     result = verify_batch_sync(
         values,
         SPEC,
-        backend="anthropic-batch",
-        seed=9,
-        resume=True,
-        backend_options={**options, "poll_interval": 0.01},
+        options=BatchOptions(
+            backend="anthropic-batch",
+            seed=9,
+            resume=True,
+            backend_options={**options, "poll_interval": 0.01},
+        ),
     )
     assert result.batch_id == batch_id and result.verdict == "ACCEPTED"
     assert len(_batch_creates(server)) == 1  # never paid twice
@@ -494,7 +502,11 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
 
     async def interrupted() -> None:
         task = asyncio.create_task(
-            verify_batch(values, SPEC, backend_options={**options, "poll_interval": 0.05}, **common)
+            verify_batch(
+                values,
+                SPEC,
+                options=BatchOptions(backend_options={**options, "poll_interval": 0.05}, **common),
+            )
         )
         for _ in range(1000):
             await asyncio.sleep(0.02)
@@ -508,7 +520,11 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
     asyncio.run(interrupted())
     assert len(_batch_creates(server)) == 2
     result = verify_batch_sync(
-        values, SPEC, resume=True, backend_options={**options, "poll_interval": 0.01}, **common
+        values,
+        SPEC,
+        options=BatchOptions(
+            resume=True, backend_options={**options, "poll_interval": 0.01}, **common
+        ),
     )
     data = result.to_json()
     assert result.verdict == "ESCALATED"
@@ -596,9 +612,9 @@ def test_a_budget_with_unknown_costs_stops_instead_of_hanging(stub_server, proje
     result = verify_batch_sync(
         items_of(texts(12, set())),
         SPEC,
-        backend=_NoCost(base_url=server.base_url, api_key="test"),
-        max_cost_usd=1.0,
-        seed=1,
+        options=BatchOptions(
+            backend=_NoCost(base_url=server.base_url, api_key="test"), max_cost_usd=1.0, seed=1
+        ),
     )
     assert result.verdict == "ESCALATED"
     assert any("unknown" in r for r in result.to_json()["reasons"])

@@ -17,6 +17,7 @@ import pytest
 
 from santa_method.cli import main
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.anthropic import AnthropicBackend
 from santa_method.state import batches, runs
 
@@ -39,9 +40,11 @@ def run_item(server: Any, item: dict[str, Any]) -> str:
     result = verify_sync(
         spec,
         Path(item["against"]),
-        rubric=rubric,
-        in_place=True,
-        backend=AnthropicBackend(base_url=server.base_url, api_key="test", max_retries=0),
+        options=VerifyOptions(
+            rubric=rubric,
+            in_place=True,
+            backend=AnthropicBackend(base_url=server.base_url, api_key="test", max_retries=0),
+        ),
     )
     return result.run_id
 
@@ -127,8 +130,9 @@ def test_record_refuses_runs_that_are_not_the_items(stub_server, project, capsys
     other = verify_sync(
         "Another spec.",
         Path(second["against"]),
-        in_place=True,
-        backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+        options=VerifyOptions(
+            in_place=True, backend=AnthropicBackend(base_url=server.base_url, api_key="test")
+        ),
     )
     code, answer = santa(
         capsys, "batch", "record", batch_id, "--item", second["id"], "--run", other.run_id
@@ -319,8 +323,9 @@ def test_a_stray_run_with_another_spec_does_not_block_the_item(stub_server, proj
     verify_sync(
         "Another spec.",
         path,
-        in_place=True,
-        backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+        options=VerifyOptions(
+            in_place=True, backend=AnthropicBackend(base_url=server.base_url, api_key="test")
+        ),
     )
     run_id = run_item(server, item)
     code, view = santa(capsys, "batch", "record", batch_id, "--item", item["id"], "--run", run_id)
@@ -402,10 +407,12 @@ def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server
         return verify_sync(
             SPEC,
             Path(item["against"]),
-            rubric=words[words.index("--rubric") + 1],
-            in_place=True,
-            max_fixes=0,
-            backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+            options=VerifyOptions(
+                rubric=words[words.index("--rubric") + 1],
+                in_place=True,
+                max_fixes=0,
+                backend=AnthropicBackend(base_url=server.base_url, api_key="test"),
+            ),
         ).run_id
 
     earlier, later = unfixed_run(), unfixed_run()

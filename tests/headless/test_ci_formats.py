@@ -25,6 +25,7 @@ from sarif_pydantic import Sarif
 from santa_method.cli import main
 from santa_method.cli.report_cmd import FORMATS as CLI_FORMATS
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -32,7 +33,7 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
-from santa_method.headless.batch import verify_batch_sync
+from santa_method.headless.batch import BatchOptions, verify_batch_sync
 from santa_method.state import formats
 
 from .conftest import CRITERIA
@@ -107,7 +108,7 @@ class Planted:
 def escalated(project: Path) -> tuple[Path, str]:
     readme = project / "README.md"
     readme.write_text(DOC, encoding="utf-8")
-    result = verify_sync(SPEC, readme, backend=Planted(), max_fixes=1)
+    result = verify_sync(SPEC, readme, options=VerifyOptions(backend=Planted(), max_fixes=1))
     # The fixer asks (needs input): the run stops escalated after round 1.
     assert result.verdict == "ESCALATED" and result.rounds == 1
     return readme, result.run_id
@@ -119,7 +120,9 @@ def nice(project: Path) -> str:
     docs.mkdir()
     page = docs / "page.md"
     page.write_text(DOC, encoding="utf-8")
-    result = verify_sync(SPEC, page, backend=Planted(fixes=True), max_fixes=2)
+    result = verify_sync(
+        SPEC, page, options=VerifyOptions(backend=Planted(fixes=True), max_fixes=2)
+    )
     assert result.verdict == "NICE"
     return result.run_id
 
@@ -225,7 +228,7 @@ def test_fingerprints_are_stable_across_rounds_and_runs(project, escalated, caps
     readme.write_text(
         "# Tool\n\nMore text.\n\nAnd more.\n\n" + DOC.split("\n", 2)[2], encoding="utf-8"
     )
-    again = verify_sync(SPEC, readme, backend=Planted(), max_fixes=0)
+    again = verify_sync(SPEC, readme, options=VerifyOptions(backend=Planted(), max_fixes=0))
     second = sarif_of(report_text(capsys, again.run_id, "sarif"))["runs"][0]["results"]
 
     def prints(results):
@@ -412,7 +415,9 @@ def test_every_format_for_a_batch(project, capsys):
         )
         path.write_text(body.replace("1999", "2024") if i != 1 else body, encoding="utf-8")
         files.append(path)
-    result = verify_batch_sync(files, SPEC, backend=Planted(), seed=3, max_fixes=0)
+    result = verify_batch_sync(
+        files, SPEC, options=BatchOptions(backend=Planted(), seed=3, max_fixes=0)
+    )
     batch_id = result.to_json()["batch_id"]
     assert result.verdict == "ESCALATED"
 

@@ -28,6 +28,7 @@ from santa_method.cli import main
 from santa_method.core.errors import BackendError
 from santa_method.core.schema import strict_schema
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixRequest, ReviewRequest
 from santa_method.headless.backends.claude import ClaudeBackend
 from santa_method.state import log as runlog
@@ -143,14 +144,20 @@ def test_a_valid_review_with_a_nan_cost_is_not_nice(fake_cli: Any, project: Path
     """A PASS review the gate would take, but its cost would switch the budget off."""
     backend = fake_cli(lines=[_review().replace("0.001", "NaN")])
     with pytest.raises(BackendError, match="total_cost_usd"):
-        verify_sync("Has a License section.", target, backend=backend, max_cost_usd=1.0)
+        verify_sync(
+            "Has a License section.",
+            target,
+            options=VerifyOptions(backend=backend, max_cost_usd=1.0),
+        )
     records = runlog.read(project / ".santa" / "log.jsonl").records
     assert not [r for r in records if r["event"] == "ship"]
 
 
 def test_the_same_review_with_a_readable_cost_is_nice(fake_cli: Any, project: Path, target) -> None:
     """The control: the fake CLI's review is a valid one, so only the cost decided above."""
-    result = verify_sync("Has a License section.", target, backend=fake_cli(lines=[_review()]))
+    result = verify_sync(
+        "Has a License section.", target, options=VerifyOptions(backend=fake_cli(lines=[_review()]))
+    )
     assert result.verdict == "NICE", result.to_json()
 
 

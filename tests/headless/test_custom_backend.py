@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import (
     Backend,
     FixReply,
@@ -38,7 +39,9 @@ class Scripted:
 def test_a_custom_backend_runs_the_loop(project, target):
     backend = Scripted()
     assert isinstance(backend, Backend)
-    result = verify_sync("The README names the current year.", target, backend=backend)
+    result = verify_sync(
+        "The README names the current year.", target, options=VerifyOptions(backend=backend)
+    )
     assert result.verdict == "NICE"
     assert result.rounds == 2
     assert "2024" in result.output and "1999" in target.read_text()
@@ -67,7 +70,9 @@ QUESTION = "1. needs input: Which year was the tool released? The spec does not 
 
 def test_a_fixer_question_escalates_without_another_review(project, target):
     backend = Asking(QUESTION)
-    result = verify_sync("The README names the release year.", target, backend=backend)
+    result = verify_sync(
+        "The README names the release year.", target, options=VerifyOptions(backend=backend)
+    )
     assert result.verdict == "ESCALATED"
     assert result.reasons == ["needs-input"]
     (question,) = result.questions
@@ -88,7 +93,9 @@ def test_a_fixer_question_escalates_without_another_review(project, target):
 def test_a_fixer_question_in_place_puts_the_reviewed_text_back(project, target):
     before = target.read_text(encoding="utf-8")
     result = verify_sync(
-        "The README names the release year.", target, backend=Asking(QUESTION), in_place=True
+        "The README names the release year.",
+        target,
+        options=VerifyOptions(backend=Asking(QUESTION), in_place=True),
     )
     assert result.verdict == "ESCALATED" and result.reasons == ["needs-input"]
     assert target.read_text(encoding="utf-8") == before
@@ -96,7 +103,9 @@ def test_a_fixer_question_in_place_puts_the_reviewed_text_back(project, target):
 
 def test_a_fix_that_changes_nothing_is_refused_before_another_round(project, target):
     backend = Asking("1. fixed: corrected the year", change=False)
-    result = verify_sync("The README names the current year.", target, backend=backend)
+    result = verify_sync(
+        "The README names the current year.", target, options=VerifyOptions(backend=backend)
+    )
     assert result.verdict == "ESCALATED"
     assert "unchanged, so it is not a fix" in result.reasons[0]
     assert len(backend.requests) == 2  # no review round of identical output
@@ -104,7 +113,9 @@ def test_a_fix_that_changes_nothing_is_refused_before_another_round(project, tar
 
 def test_the_fixer_report_reaches_the_report_and_the_log(project, target):
     result = verify_sync(
-        "The README names the current year.", target, backend=Scripted(), max_fixes=1
+        "The README names the current year.",
+        target,
+        options=VerifyOptions(backend=Scripted(), max_fixes=1),
     )
     assert result.verdict == "NICE"
     records = [json.loads(line) for line in (project / ".santa" / "log.jsonl").open()]

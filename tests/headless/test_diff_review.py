@@ -22,6 +22,7 @@ from santa_method.cli import main
 from santa_method.core.errors import InputError
 from santa_method.core.locate import locate_in_diff, parse_diff, quote_lines
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -116,7 +117,9 @@ class ChangeReviewer:
 
 
 def test_every_quote_is_placed_on_its_file_and_new_line(repo):
-    result = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    result = verify_sync(
+        SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    )
     assert result.verdict == "ESCALATED"
     places = {i["criterion"]: i["places"] for i in result.issues}
     assert places["factual-accuracy"] == [
@@ -139,7 +142,9 @@ def test_every_quote_is_placed_on_its_file_and_new_line(repo):
 
 
 def test_the_reports_place_them_too(repo, capsys):
-    result = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    result = verify_sync(
+        SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    )
     assert main(["report", result.run_id, "--format", "sarif"]) == 0
     data = json.loads(capsys.readouterr().out)
     Sarif.model_validate(data)
@@ -162,12 +167,17 @@ def test_the_reports_place_them_too(repo, capsys):
 
 def test_fixes_need_in_place_and_then_edit_each_file_with_its_own_problems(repo):
     with pytest.raises(InputError, match="--in-place"):
-        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=1)
+        verify_sync(
+            SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=1)
+        )
     assert not (repo / ".santa" / "runs").exists()  # refused before any run opened
 
     backend = ChangeReviewer()
     mode = (repo / "app.py").stat().st_mode
-    result = verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+    result = verify_sync(
+        SPEC,
+        options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+    )
     assert result.verdict == "NICE" and result.rounds == 2
     assert "Released in 2024." in (repo / "docs" / "README.md").read_text()
     assert '"hello"' in (repo / "app.py").read_text()

@@ -23,6 +23,7 @@ from e2e.stub_server import REVIEWER
 from santa_method.cli import main
 from santa_method.core.errors import InputError
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.state import log as runlog
 from santa_method.state import runs
 
@@ -65,19 +66,21 @@ def test_one_run_at_a_time_fixes_a_file_and_a_crash_frees_it(project, target, ca
     first = _start(project, target, "round-1")
     try:
         with pytest.raises(InputError) as refused:
-            verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+            verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
         assert str(refused.value) == (
             f"'{target}' is being fixed in place by another santa run (process {first.pid}); "
             "wait for it to end, or verify a working copy (without --in-place)"
         )
         # A working copy of the same file is no conflict.
-        assert verify_sync(SPEC, target, backend=Scripted()).verdict == "NICE"
+        assert (
+            verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted())).verdict == "NICE"
+        )
         (live,) = [r for r in _rows(capsys).values() if r["outcome"] == "open"]
         assert "resume" not in live  # its process lives: not interrupted
     finally:
         _kill(first)
     # The kernel dropped the dead process's lock: the file may be fixed again.
-    result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert result.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
 
 

@@ -15,6 +15,7 @@ from santa_method.cli import main
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.schema import strict_subset_violations
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.anthropic import AnthropicBackend
 from santa_method.state import log as runlog
 from santa_method.state import runs
@@ -35,7 +36,7 @@ def records(project: Path, run_id: str, event: str | None = None) -> list[dict[s
 
 def test_nice_at_round_1(stub_server, project, target):
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "NICE"
     assert result.rounds == 1
     assert len(server.requests_for(REVIEWER)) == 2
@@ -59,7 +60,9 @@ def test_fix_then_nice_edits_a_working_copy(stub_server, project, target):
     server = stub_server(
         {REVIEWER: reviewer, FIXER: [Json({"output": fixed, "report": ["1. fixed: year"]})]}
     )
-    result = verify_sync(SPEC, target, backend=backend(server), models=["sonnet", "haiku"])
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server), models=["sonnet", "haiku"])
+    )
     assert result.verdict == "NICE"
     assert result.rounds == 2
     assert result.output == fixed
@@ -83,7 +86,9 @@ def test_in_place_edits_the_file(stub_server, project, target):
 
     fixed = target.read_text().replace("1999", "2024")
     server = stub_server({REVIEWER: reviewer, FIXER: [Json({"output": fixed, "report": []})]})
-    result = verify_sync(SPEC, target, backend=backend(server), in_place=True)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server), in_place=True)
+    )
     assert result.verdict == "NICE"
     assert target.read_text() == fixed
 
@@ -95,7 +100,7 @@ def test_escalation_at_the_cap(stub_server, project, target):
             FIXER: lambda body: Json({"output": target.read_text(), "report": ["1. not an issue"]}),
         }
     )
-    result = verify_sync(SPEC, target, backend=backend(server), max_fixes=1)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), max_fixes=1))
     assert result.verdict == "ESCALATED"
     assert result.rounds == 2
     assert len(server.requests_for(FIXER)) == 1
@@ -108,7 +113,9 @@ def test_escalation_at_the_cap(stub_server, project, target):
 def test_budget_stops_before_a_round_it_cannot_afford(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Json(failing(body, "Released in 1999."))})
     # Round 1 costs 0.0008; another fix and round would need about as much again.
-    result = verify_sync(SPEC, target, backend=backend(server), max_cost_usd=0.001)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server), max_cost_usd=0.001)
+    )
     assert result.verdict == "ESCALATED"
     assert server.requests_for(FIXER) == []
     assert any("budget" in r for r in result.reasons)
@@ -119,7 +126,11 @@ def test_pre_check_failure_spends_no_reviewer(stub_server, project, target):
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
     with pytest.raises(RefusedError, match="pre-check"):
         verify_sync(
-            SPEC, target, backend=backend(server), pre_check="echo broken; exit 4", in_place=True
+            SPEC,
+            target,
+            options=VerifyOptions(
+                backend=backend(server), pre_check="echo broken; exit 4", in_place=True
+            ),
         )
     assert server.messages() == []
 
@@ -129,9 +140,11 @@ def test_pre_check_needs_in_place_when_fixes_are_allowed(stub_server, project, t
     # a fixed output could ship failing its own check.
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
     with pytest.raises(InputError, match="in_place"):
-        verify_sync(SPEC, target, backend=backend(server), pre_check="true")
+        verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), pre_check="true"))
     assert server.messages() == []
-    result = verify_sync(SPEC, target, backend=backend(server), pre_check="true", max_fixes=0)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server), pre_check="true", max_fixes=0)
+    )
     assert result.verdict == "NICE"
 
 
@@ -139,7 +152,11 @@ def test_unknown_price_with_a_budget_is_refused_before_spending(stub_server, pro
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
     with pytest.raises(InputError, match="no list price"):
         verify_sync(
-            SPEC, target, backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
+            SPEC,
+            target,
+            options=VerifyOptions(
+                backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
+            ),
         )
     assert server.messages() == []
 
@@ -165,7 +182,9 @@ def test_a_backend_that_reports_no_cost_cannot_spend_a_budget(stub_server, proje
         return Json(failing(body, "Released in 1999."))
 
     server = stub_server({REVIEWER: [fail_reply, fail_reply]})
-    result = verify_sync(SPEC, target, backend=NoCost(backend(server)), max_cost_usd=1.0)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=NoCost(backend(server)), max_cost_usd=1.0)
+    )
     assert result.verdict == "ESCALATED"
     assert any("budget" in r and "unknown" in r for r in result.reasons)
     assert server.requests_for(FIXER) == []
@@ -178,7 +197,7 @@ def test_invalid_reply_is_handed_back_then_accepted(stub_server, project, target
         return Json(passing(body))
 
     server = stub_server({REVIEWER: reviewer})
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "NICE"
     requests = server.requests_for(REVIEWER)
     assert len(requests) == 4
@@ -195,7 +214,7 @@ def test_unverified_quote_is_handed_back_once(stub_server, project, target):
         return Json(failing(body, "Released in 1887."))  # never in the output
 
     server = stub_server({REVIEWER: reviewer})
-    result = verify_sync(SPEC, target, backend=backend(server), max_fixes=0)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), max_fixes=0))
     assert len(server.requests_for(REVIEWER)) == 4  # each reviewer: first ask + one hand-back
     assert result.verdict == "ESCALATED"
     assert result.issues[0]["evidence"] == "unverified"  # the flag stands, marked
@@ -203,7 +222,7 @@ def test_unverified_quote_is_handed_back_once(stub_server, project, target):
 
 def test_a_reply_never_valid_fails_closed(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Text("no review here")})
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "ESCALATED"
     # 2 reviewers x (1 ask + 2 hand-backs) in the round and each of its 2 re-reviews.
     assert len(server.requests_for(REVIEWER)) == 18
@@ -222,7 +241,7 @@ def test_429_and_529_are_retried_then_succeed(stub_server, project, target):
             ]
         }
     )
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "NICE"
     assert [r.status for r in server.requests_for(REVIEWER)].count(200) == 2
     assert len(server.requests_for(REVIEWER)) == 4
@@ -231,7 +250,7 @@ def test_429_and_529_are_retried_then_succeed(stub_server, project, target):
 def test_overloaded_after_retries_is_a_backend_error(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Error(529, retry_after=0.01)})
     with pytest.raises(BackendError, match="overloaded"):
-        verify_sync(SPEC, target, backend=backend(server, max_retries=1))
+        verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server, max_retries=1)))
     (run_id,) = runs.list_run_ids()
     assert runs.load(run_id)["status"] == "escalated"  # never shipped
 
@@ -258,7 +277,7 @@ def test_a_timeout_is_a_backend_error(stub_server, project, target):
     # The reply would come (a valid PASS) after 3 s: only the 0.5 s timeout
     # can turn it into an error. No wall-clock assertion: machines are noisy.
     with pytest.raises(BackendError, match="timed out"):
-        verify_sync(SPEC, target, backend=backend(server), timeout=0.5)
+        verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), timeout=0.5))
 
 
 def test_reviewers_are_isolated(stub_server, project, target):
@@ -275,7 +294,7 @@ def test_reviewers_are_isolated(stub_server, project, target):
 
     fixed = target.read_text().replace("1999", "2024")
     server = stub_server({REVIEWER: reviewer, FIXER: [Json({"output": fixed, "report": []})]})
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "NICE"
     requests = server.requests_for(REVIEWER)
     for request in requests:
@@ -292,7 +311,7 @@ def test_reviewers_are_isolated(stub_server, project, target):
 
 def test_reviewers_run_concurrently(stub_server, project, target):
     server = stub_server({REVIEWER: lambda body: Json(passing(body))}, delay=0.4)
-    result = verify_sync(SPEC, target, backend=backend(server), reviewers=3)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), reviewers=3))
     assert result.verdict == "NICE"
     first, second, third = server.requests_for(REVIEWER)
     # Overlap of the recorded requests proves concurrency; wall time belongs
@@ -304,7 +323,9 @@ def test_cache_warm_starts_the_others_once_the_first_streams(stub_server, projec
     server = stub_server(
         {REVIEWER: lambda body: Reply(Json(passing(body)), delay=0.3, stream_delay=0.3)}
     )
-    result = verify_sync(SPEC, target, backend=backend(server), cache_warm=True)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server), cache_warm=True)
+    )
     assert result.verdict == "NICE"
     first, second = server.requests_for(REVIEWER)
     assert second.arrived - first.arrived >= 0.25  # waited for the first stream to begin
@@ -319,7 +340,7 @@ def test_prefix_is_cached_and_identical_across_reviewers_and_rounds(stub_server,
 
     fixed = target.read_text().replace("1999", "2024")
     server = stub_server({REVIEWER: reviewer, FIXER: [Json({"output": fixed, "report": []})]})
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.rounds == 2
     requests = server.requests_for(REVIEWER)
     assert len(requests) == 4
@@ -348,7 +369,7 @@ def test_review_records_carry_the_cache_split(stub_server, project, target):
             ]
         }
     )
-    result = verify_sync(SPEC, target, backend=backend(server))
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     assert result.verdict == "NICE"
     reviews = records(project, result.run_id, "review")
     assert len(reviews) == 2
@@ -368,7 +389,7 @@ def test_review_records_carry_the_cache_split(stub_server, project, target):
 
 def test_strict_schema_in_requests_stays_in_the_api_subset(stub_server, project, target):
     server = stub_server({REVIEWER: [pass_reply(), pass_reply()]})
-    verify_sync(SPEC, target, backend=backend(server))
+    verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server)))
     for request in server.requests_for(REVIEWER):
         fmt = request.body["output_config"]["format"]
         assert fmt["type"] == "json_schema"

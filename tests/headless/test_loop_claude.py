@@ -31,6 +31,7 @@ from e2e.stub_server import (
 )
 from santa_method.core.schema import strict_schema
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import ReviewRequest
 from santa_method.headless.backends.claude import ClaudeBackend
 from santa_method.state import log as runlog
@@ -66,7 +67,9 @@ def test_nice_at_round_1_through_structured_output(
 ):
     server = stub_server({REVIEWER: lambda body: Json(passing(body, str(len(body["messages"]))))})
     result = verify_sync(
-        "Has a License section.", target, backend=backend(server, claude_env, claude_cli)
+        "Has a License section.",
+        target,
+        options=VerifyOptions(backend=backend(server, claude_env, claude_cli)),
     )
     assert result.verdict == "NICE", result.to_json()
     requests = server.requests_for(REVIEWER)
@@ -102,7 +105,11 @@ def test_backend_error_is_one_sentence(stub_server, claude_env, claude_cli, proj
 
     server = stub_server({REVIEWER: lambda body: Error(401)})
     with pytest.raises(BackendError, match="401"):
-        verify_sync("spec", Path(target), backend=backend(server, claude_env, claude_cli))
+        verify_sync(
+            "spec",
+            Path(target),
+            options=VerifyOptions(backend=backend(server, claude_env, claude_cli)),
+        )
 
 
 def test_fixer_edits_the_working_copy_then_nice(
@@ -134,7 +141,9 @@ def test_fixer_edits_the_working_copy_then_nice(
             ],
         }
     )
-    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server, claude_env, claude_cli))
+    )
     assert result.verdict == "NICE", result.to_json()
     assert [r.next for r in result.history] == ["fix", "ship"]
     assert target.read_text() == original  # the user's file changes only with in_place
@@ -170,7 +179,9 @@ def test_invalid_reply_is_handed_back_in_the_same_session(
         return Json(passing(body))
 
     server = stub_server({REVIEWER: reviewer})
-    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server, claude_env, claude_cli))
+    )
     assert result.verdict == "NICE", result.to_json()
     requests = server.requests_for(REVIEWER)
     assert len(requests) == 3
@@ -211,7 +222,9 @@ def test_cache_warm_starts_the_others_once_the_first_streams(
 
     server = stub_server({REVIEWER: reviewer})
     result = verify_sync(
-        SPEC, target, backend=backend(server, claude_env, claude_cli), cache_warm=True
+        SPEC,
+        target,
+        options=VerifyOptions(backend=backend(server, claude_env, claude_cli), cache_warm=True),
     )
     assert result.verdict == "NICE", result.to_json()
     first, second = server.requests_for(REVIEWER)
@@ -253,7 +266,9 @@ def test_in_place_the_fixer_cannot_change_any_other_file(
         }
     )
     result = verify_sync(
-        SPEC, target, backend=backend(server, claude_env, claude_cli), in_place=True
+        SPEC,
+        target,
+        options=VerifyOptions(backend=backend(server, claude_env, claude_cli), in_place=True),
     )
     assert result.verdict == "NICE", result.to_json()
     assert "2024" in target.read_text()
@@ -277,6 +292,8 @@ def test_a_reviewer_cannot_read_santas_own_folder(
         return Json(passing(body))
 
     server = stub_server({REVIEWER: reviewer})
-    result = verify_sync(SPEC, target, backend=backend(server, claude_env, claude_cli))
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=backend(server, claude_env, claude_cli))
+    )
     assert result.verdict == "NICE", result.to_json()
     assert "the year is wrong" not in seen["result"]

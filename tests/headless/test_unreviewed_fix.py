@@ -10,6 +10,7 @@ import pytest
 
 from santa_method.core.errors import BackendError
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.state import runs
 
 from .scripted import Scripted
@@ -25,7 +26,11 @@ def _report(run_id: str) -> dict:
 def test_a_pre_check_that_fails_after_the_fix_puts_the_file_back(project, target):
     original = target.read_text(encoding="utf-8")
     result = verify_sync(
-        SPEC, target, backend=Scripted(), in_place=True, pre_check="! grep -q 2024 README.md"
+        SPEC,
+        target,
+        options=VerifyOptions(
+            backend=Scripted(), in_place=True, pre_check="! grep -q 2024 README.md"
+        ),
     )
     assert result.verdict == "ESCALATED"
     assert target.read_text(encoding="utf-8") == original
@@ -44,7 +49,7 @@ def test_a_backend_that_fails_on_the_fixed_text_puts_the_file_back(project, targ
     original = target.read_text(encoding="utf-8")
     backend = Scripted(BackendError("overloaded", transient=True))
     with pytest.raises(BackendError):
-        verify_sync(SPEC, target, backend=backend, in_place=True)
+        verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
     (run_id,) = runs.list_run_ids()
     assert runs.load(run_id)["status"] == "escalated"
     assert target.read_text(encoding="utf-8") == original
@@ -57,7 +62,9 @@ def test_a_resumable_run_keeps_its_fix_in_place_until_it_is_closed(project, targ
     original = target.read_text(encoding="utf-8")
     backend = Scripted(BackendError("overloaded", transient=True))
     with pytest.raises(BackendError):
-        verify_sync(SPEC, target, backend=backend, in_place=True, resumable=True)
+        verify_sync(
+            SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
+        )
     (run_id,) = runs.list_run_ids()
     assert runs.load(run_id)["status"] == "open"
     assert target.read_text(encoding="utf-8") == FIXED  # resumable: its review is owed
@@ -71,7 +78,9 @@ def test_a_file_changed_by_someone_else_is_left_alone(project, target):
 
     backend = Scripted(BackendError("overloaded", transient=True))
     with pytest.raises(BackendError):
-        verify_sync(SPEC, target, backend=backend, in_place=True, resumable=True)
+        verify_sync(
+            SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
+        )
     (run_id,) = runs.list_run_ids()
     target.write_text("a person's own edit\n", encoding="utf-8")
     assert restore_reviewed(run_id) is None
@@ -81,7 +90,7 @@ def test_a_file_changed_by_someone_else_is_left_alone(project, target):
 def test_a_shipped_run_names_no_unreviewed_fix(project, target):
     from santa_method.state.unreviewed import restore_reviewed
 
-    result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert result.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
     assert restore_reviewed(result.run_id) is None
 

@@ -354,7 +354,7 @@ class _Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.headless.batch import verify_batch_sync
+    from santa_method.headless.batch import BatchOptions, verify_batch_sync
     from santa_method.state.config import load_config
     from santa_method.state.paths import project_root
 
@@ -372,33 +372,35 @@ def run(args: argparse.Namespace) -> int:
         result = verify_batch_sync(
             _items(args),
             _spec(args),
-            rubric=args.rubric or config.rubric,
-            reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
-            models=models,
-            backend=backend,
-            backend_options=options,
-            rate=args.rate,
-            minimum=args.minimum,
-            prevalence=args.prevalence,
-            confidence=args.confidence,
-            stratified=args.strata is not None,
-            seed=args.seed,
-            exclude=_exclusions(args),
-            max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
-            max_resamples=args.max_resamples,
-            max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
-            timeout=args.timeout,
-            in_place=args.in_place,
-            resume=args.resume,
-            log=args.log
-            or os.environ.get("SANTA_LOG")
-            or (str(config.log) if config.log else None),
-            field_name=args.field,
-            systemic_min=args.systemic_min,
-            systemic_share=args.systemic_share,
-            screen_model=args.screen_model,
-            concurrency=args.concurrency,
-            on_event=progress,
+            options=BatchOptions(
+                rubric=args.rubric or config.rubric,
+                reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+                models=models,
+                backend=backend,
+                backend_options=options,
+                rate=args.rate,
+                minimum=args.minimum,
+                prevalence=args.prevalence,
+                confidence=args.confidence,
+                stratified=args.strata is not None,
+                seed=args.seed,
+                exclude=_exclusions(args),
+                max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
+                max_resamples=args.max_resamples,
+                max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
+                timeout=args.timeout,
+                in_place=args.in_place,
+                resume=args.resume,
+                log=args.log
+                or os.environ.get("SANTA_LOG")
+                or (str(config.log) if config.log else None),
+                field_name=args.field,
+                systemic_min=args.systemic_min,
+                systemic_share=args.systemic_share,
+                screen_model=args.screen_model,
+                concurrency=args.concurrency,
+                on_event=progress,
+            ),
         )
     except BackendError as exc:
         progress.close()

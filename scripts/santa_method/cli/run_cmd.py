@@ -204,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from santa_method.headless.loop import verify_sync
+    from santa_method.headless.options import VerifyOptions
     from santa_method.state.config import load_config
     from santa_method.state.paths import project_root
 
@@ -226,19 +227,23 @@ def run(args: argparse.Namespace) -> int:
     result = verify_sync(
         spec,
         path,
-        against_diff=args.against_diff,
-        rubric=args.rubric or config.rubric,
-        reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
-        models=models,
-        backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
-        max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
-        max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
-        timeout=args.timeout,
-        cache_warm=args.cache_warm,
-        pre_check=args.pre_check if args.pre_check is not None else config.pre_check,
-        in_place=args.in_place,
-        log=args.log or os.environ.get("SANTA_LOG") or (str(config.log) if config.log else None),
-        on_event=view,
+        options=VerifyOptions(
+            against_diff=args.against_diff,
+            rubric=args.rubric or config.rubric,
+            reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+            models=models,
+            backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+            max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
+            max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
+            timeout=args.timeout,
+            cache_warm=args.cache_warm,
+            pre_check=args.pre_check if args.pre_check is not None else config.pre_check,
+            in_place=args.in_place,
+            log=args.log
+            or os.environ.get("SANTA_LOG")
+            or (str(config.log) if config.log else None),
+            on_event=view,
+        ),
     )
     if args.json:
         print_json(result.to_json())

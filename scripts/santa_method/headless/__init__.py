@@ -1,7 +1,8 @@
 """The headless face: `verify()` in Python and `santa run` on the command line.
 
-from santa_method.headless import verify_sync
-result = verify_sync("What the output must do.", Path("README.md"), backend="anthropic")
+from santa_method.headless.api import VerifyOptions, verify_sync
+result = verify_sync("What the output must do.", Path("README.md"),
+                     options=VerifyOptions(backend="anthropic"))
 print(result.verdict, result.rounds, result.cost_usd, result.report)
 """
 

@@ -17,6 +17,7 @@ from santa_method.headless.backends.base import (
     Tokens,
 )
 from santa_method.headless.loop import verify, verify_sync
+from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "ReviewRequest",
     "RoundRecord",
     "Tokens",
+    "VerifyOptions",
     "VerifyResult",
     "verify",
     "verify_sync",

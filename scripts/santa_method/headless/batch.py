@@ -21,24 +21,26 @@ import asyncio
 import contextlib
 import os
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from santa_method.core import batch_rules, numbers
+from santa_method.core import numbers
 from santa_method.core.errors import InputError
 from santa_method.core.types import Rubric
+from santa_method.headless import options as options_
 from santa_method.headless.backends.base import (
     Backend,
     require_prerequisites,
 )
 from santa_method.headless.batch_run import BatchRun
+from santa_method.headless.options import BatchOptions, EventHook
 from santa_method.headless.results import BatchResult
-from santa_method.headless.reviewing import EventHook, resolve_backend
+from santa_method.headless.reviewing import resolve_backend
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
 
-__all__ = ["BatchItem", "BatchResult", "verify_batch", "verify_batch_sync"]
+__all__ = ["BatchItem", "BatchOptions", "BatchResult", "verify_batch", "verify_batch_sync"]
 
 CONCURRENCY = {"anthropic": 4, "claude": 2}
 """Items verified at once per backend; anthropic-batch verifies a whole
@@ -89,43 +91,55 @@ async def _require_backend(backend: str | Backend, name: str, options: dict[str,
     await require_prerequisites(probe, name)
 
 
-async def verify_batch(
+def verify_batch(
     items: Sequence[BatchItem | os.PathLike[str]],
     spec: str,
-    *,
-    rubric: str | Rubric = "base",
-    reviewers: int = 2,
-    models: Sequence[str] | None = None,
-    backend: str | Backend = "anthropic",
-    backend_options: dict[str, Any] | None = None,
-    rate: float | None = None,
-    minimum: int | None = None,
-    prevalence: float | None = None,
-    confidence: float | None = None,
-    stratified: bool = False,
-    seed: int | None = None,
-    exclude: Sequence[str] = (),
-    max_fixes: int = 3,
-    max_resamples: int = 2,
-    max_cost_usd: float | None = None,
-    timeout: float | None = None,
-    in_place: bool = False,
-    resume: bool | str = False,
-    log: str | os.PathLike[str] | None = None,
-    field_name: str = "output",
-    systemic_min: int = batch_rules.DEFAULT_MIN_ITEMS,
-    systemic_share: float | None = None,
-    screen_model: str | None = None,
-    concurrency: int | None = None,
-    on_event: EventHook | None = None,
-    project_dir: str | os.PathLike[str] | None = None,
-) -> BatchResult:
+    options: BatchOptions | None = None,
+    **keywords: Any,
+) -> Coroutine[Any, Any, BatchResult]:
     """Verify a batch by sampling; see the module docstring and core/batch_rules.py.
 
     Raises InputError for bad arguments (exit 2) and BackendError when the
     backend fails after retries (exit 3; the batch stays open and
     `resume=True` continues it). An interruption also leaves it resumable.
+
+    The settings are one `BatchOptions` (`options=`); passing them as
+    keyword arguments, as earlier releases did, still works and warns.
     """
+    return _verify_batch(
+        items, spec, options_.resolve(BatchOptions, options, keywords, "verify_batch")
+    )
+
+
+async def _verify_batch(
+    items: Sequence[BatchItem | os.PathLike[str]], spec: str, opts: BatchOptions
+) -> BatchResult:
+    rubric = opts.rubric
+    reviewers = opts.reviewers
+    models = opts.models
+    backend = opts.backend
+    backend_options = opts.backend_options
+    rate = opts.rate
+    minimum = opts.minimum
+    prevalence = opts.prevalence
+    confidence = opts.confidence
+    stratified = opts.stratified
+    seed = opts.seed
+    exclude = opts.exclude
+    max_fixes = opts.max_fixes
+    max_resamples = opts.max_resamples
+    max_cost_usd = opts.max_cost_usd
+    timeout = opts.timeout
+    in_place = opts.in_place
+    resume = opts.resume
+    log = opts.log
+    field_name = opts.field_name
+    systemic_min = opts.systemic_min
+    systemic_share = opts.systemic_share
+    screen_model = opts.screen_model
+    concurrency = opts.concurrency
+    on_event = opts.on_event
+    project_dir = opts.project_dir
     from santa_method.core.rubric import load_rubric
     from santa_method.state.paths import project_root, project_rubrics_dir
 
@@ -298,6 +312,12 @@ async def _drive_batch(
                 await closer()
 
 
-def verify_batch_sync(*args: Any, **kwargs: Any) -> BatchResult:
+def verify_batch_sync(
+    items: Sequence[BatchItem | os.PathLike[str]],
+    spec: str,
+    options: BatchOptions | None = None,
+    **keywords: Any,
+) -> BatchResult:
     """`verify_batch` for synchronous callers (not from inside a running event loop)."""
-    return asyncio.run(verify_batch(*args, **kwargs))
+    resolved = options_.resolve(BatchOptions, options, keywords, "verify_batch_sync")
+    return asyncio.run(_verify_batch(items, spec, resolved))

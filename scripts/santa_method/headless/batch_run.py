@@ -30,8 +30,9 @@ from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
 from santa_method.headless.loop import verify
+from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import BatchResult
-from santa_method.headless.reviewing import EventHook, first_error, review_once
+from santa_method.headless.reviewing import first_error, review_once
 from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
 
@@ -317,19 +318,21 @@ class BatchRun:
         return await verify(
             self.spec,
             text,
-            rubric=self.rubric,
-            reviewers=self.s["reviewers"],
-            models=self.s["models"],
-            backend=self.impl,
-            max_fixes=self.s["max_fixes"],
-            max_cost_usd=left if left is not None else None,
-            timeout=self.s["timeout"],
-            log=self.s["log"],
-            on_event=seen,
-            project_dir=self.s["project_dir"],
-            resume_run=resume_run,
-            close_backend=False,
-            resumable=True,
+            options=VerifyOptions(
+                rubric=self.rubric,
+                reviewers=self.s["reviewers"],
+                models=self.s["models"],
+                backend=self.impl,
+                max_fixes=self.s["max_fixes"],
+                max_cost_usd=left if left is not None else None,
+                timeout=self.s["timeout"],
+                log=self.s["log"],
+                on_event=seen,
+                project_dir=self.s["project_dir"],
+                resume_run=resume_run,
+                close_backend=False,
+                resumable=True,
+            ),
         )
 
     # -- screening ----------------------------------------------------------------

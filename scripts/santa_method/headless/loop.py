@@ -21,7 +21,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,17 +30,19 @@ from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
 from santa_method.core.types import Rubric
+from santa_method.headless import options as options_
 from santa_method.headless.backends.base import Backend, FixRequest, require_prerequisites
 from santa_method.headless.change import Change, fix_change, open_change
+from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
-from santa_method.headless.reviewing import EventHook, LoopRun, models_for, resolve_backend
+from santa_method.headless.reviewing import LoopRun, models_for, resolve_backend
 from santa_method.state import locks, runs
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import keep_fix, unreviewed_fix
 
-__all__ = ["RoundRecord", "VerifyResult", "verify", "verify_sync"]
+__all__ = ["RoundRecord", "VerifyOptions", "VerifyResult", "verify", "verify_sync"]
 
 
 def _working_copy(
@@ -68,29 +70,12 @@ def _working_copy(
     return copy, None
 
 
-async def verify(
+def verify(
     spec: str,
     output: str | os.PathLike[str] | None = None,
-    *,
-    against_diff: str | None = None,
-    rubric: str | Rubric = "base",
-    reviewers: int = 2,
-    models: Sequence[str] | None = None,
-    fixer_model: str | None = None,
-    backend: str | Backend = "anthropic",
-    max_fixes: int = 3,
-    max_cost_usd: float | None = None,
-    timeout: float | None = None,
-    cache_warm: bool = False,
-    pre_check: str | None = None,
-    in_place: bool = False,
-    log: str | os.PathLike[str] | None = None,
-    on_event: EventHook | None = None,
-    project_dir: str | os.PathLike[str] | None = None,
-    resume_run: str | None = None,
-    close_backend: bool = True,
-    resumable: bool = False,
-) -> VerifyResult:
+    options: VerifyOptions | None = None,
+    **keywords: Any,
+) -> Coroutine[Any, Any, VerifyResult]:
     """Verify `output` (text, or a file given as a Path) against `spec`, or
     with `against_diff=REV` the working tree's change against that git
     revision (fixes then need `in_place`; see `headless/change.py`).
@@ -108,7 +93,34 @@ async def verify(
     runs; `resumable=True` leaves a run open when it is cancelled or its
     backend fails, so `resume_run` continues it without paying again (a
     batch does both); a plain run is escalated then.
+
+    The settings are one `VerifyOptions` (`options=`); passing them as
+    keyword arguments, as earlier releases did, still works and warns.
     """
+    return _verify(spec, output, options_.resolve(VerifyOptions, options, keywords, "verify"))
+
+
+async def _verify(
+    spec: str, output: str | os.PathLike[str] | None, opts: VerifyOptions
+) -> VerifyResult:
+    against_diff = opts.against_diff
+    rubric = opts.rubric
+    reviewers = opts.reviewers
+    models = opts.models
+    fixer_model = opts.fixer_model
+    backend = opts.backend
+    max_fixes = opts.max_fixes
+    max_cost_usd = opts.max_cost_usd
+    timeout = opts.timeout
+    cache_warm = opts.cache_warm
+    pre_check = opts.pre_check
+    in_place = opts.in_place
+    log = opts.log
+    on_event = opts.on_event
+    project_dir = opts.project_dir
+    resume_run = opts.resume_run
+    close_backend = opts.close_backend
+    resumable = opts.resumable
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
 
@@ -534,6 +546,12 @@ def _result(
     )
 
 
-def verify_sync(*args: Any, **kwargs: Any) -> VerifyResult:
+def verify_sync(
+    spec: str,
+    output: str | os.PathLike[str] | None = None,
+    options: VerifyOptions | None = None,
+    **keywords: Any,
+) -> VerifyResult:
     """`verify` for synchronous callers (not from inside a running event loop)."""
-    return asyncio.run(verify(*args, **kwargs))
+    resolved = options_.resolve(VerifyOptions, options, keywords, "verify_sync")
+    return asyncio.run(_verify(spec, output, resolved))

@@ -20,8 +20,8 @@ from santa_method.core import budget
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.headless.backends.base import Backend
 from santa_method.headless.loop import verify
+from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import VerifyResult
-from santa_method.headless.reviewing import EventHook
 from santa_method.state import locks, runs
 from santa_method.state import log as runlog
 from santa_method.state.paths import santa_dir
@@ -94,19 +94,21 @@ async def resume(
     return await verify(
         (folder / "spec.md").read_text(encoding="utf-8"),
         target,
-        rubric=rubric,
-        reviewers=state["reviewers"],
-        models=state.get("models"),
-        backend=backend,
-        max_fixes=state["max_fixes"],
-        max_cost_usd=_budget_left(state),
-        timeout=timeout,
-        cache_warm=cache_warm,
-        pre_check=state.get("pre_check"),
-        in_place=in_place,
-        on_event=on_event,
-        project_dir=state["cwd"],
-        resume_run=run_id,
+        options=VerifyOptions(
+            rubric=rubric,
+            reviewers=state["reviewers"],
+            models=state.get("models"),
+            backend=backend,
+            max_fixes=state["max_fixes"],
+            max_cost_usd=_budget_left(state),
+            timeout=timeout,
+            cache_warm=cache_warm,
+            pre_check=state.get("pre_check"),
+            in_place=in_place,
+            on_event=on_event,
+            project_dir=state["cwd"],
+            resume_run=run_id,
+        ),
     )
 
 

@@ -28,10 +28,10 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.headless.options import EventHook
 from santa_method.headless.results import ReviewerRecord, RoundRecord
 
 MAX_REASKS = 2
-EventHook = Callable[[str, dict[str, Any]], None]
 
 
 def resolve_backend(backend: str | Backend, **options: Any) -> Backend:

@@ -10,8 +10,7 @@ the backend returned, so it may resume instead of replaying.
 
 A custom backend, complete::
 
-    from santa_method.headless import verify_sync
-    from santa_method.headless.backends.base import FixReply, ReviewReply, Tokens
+    from santa_method.headless.api import FixReply, ReviewReply, Tokens, VerifyOptions, verify_sync
 
     class MyBackend:
         name = "mine"
@@ -24,7 +23,8 @@ A custom backend, complete::
             new = await my_model(request.assignment + "\\nReturn the corrected output only.")
             return FixReply(output=new, notes="", tokens=Tokens(), cost_usd=None)
 
-    result = verify_sync("The README must have a License section.", "README body...", backend=MyBackend())
+    result = verify_sync("The README must have a License section.", "README body...",
+                         options=VerifyOptions(backend=MyBackend()))
 
 Errors: raise `BackendError` (exit 3) with one sentence a person can act on
 (no credentials, auth refused, overloaded, timed out). Never return a fake

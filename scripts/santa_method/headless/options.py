@@ -1,0 +1,109 @@
+"""How `verify` and `verify_batch` run: one options object each.
+
+Why objects rather than keywords: a run takes about twenty settings and a
+batch nearly thirty; one value can be built once, checked by a type
+checker, shared between calls and changed with `dataclasses.replace`, as
+the agent SDK's own options are. Every field has the default its keyword
+had. The keyword calls of earlier releases still work for a release, with
+a DeprecationWarning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from santa_method.core.batch_rules import DEFAULT_MIN_ITEMS
+
+if TYPE_CHECKING:
+    from santa_method.core.types import Rubric
+    from santa_method.headless.backends.base import Backend
+
+EventHook = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """The settings of one `verify` run (see `verify` for what each does)."""
+
+    against_diff: str | None = None
+    rubric: str | Rubric = "base"
+    reviewers: int = 2
+    models: Sequence[str] | None = None
+    fixer_model: str | None = None
+    backend: str | Backend = "anthropic"
+    max_fixes: int = 3
+    max_cost_usd: float | None = None
+    timeout: float | None = None
+    cache_warm: bool = False
+    pre_check: str | None = None
+    in_place: bool = False
+    log: str | os.PathLike[str] | None = None
+    on_event: EventHook | None = None
+    project_dir: str | os.PathLike[str] | None = None
+    resume_run: str | None = None
+    close_backend: bool = True
+    resumable: bool = False
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """The settings of one `verify_batch` call (see `verify_batch`)."""
+
+    rubric: str | Rubric = "base"
+    reviewers: int = 2
+    models: Sequence[str] | None = None
+    backend: str | Backend = "anthropic"
+    backend_options: dict[str, Any] | None = None
+    rate: float | None = None
+    minimum: int | None = None
+    prevalence: float | None = None
+    confidence: float | None = None
+    stratified: bool = False
+    seed: int | None = None
+    exclude: Sequence[str] = field(default=())
+    max_fixes: int = 3
+    max_resamples: int = 2
+    max_cost_usd: float | None = None
+    timeout: float | None = None
+    in_place: bool = False
+    resume: bool | str = False
+    log: str | os.PathLike[str] | None = None
+    field_name: str = "output"
+    systemic_min: int = DEFAULT_MIN_ITEMS
+    systemic_share: float | None = None
+    screen_model: str | None = None
+    concurrency: int | None = None
+    on_event: EventHook | None = None
+    project_dir: str | os.PathLike[str] | None = None
+
+
+Options = TypeVar("Options", VerifyOptions, BatchOptions)
+
+
+def resolve(
+    kind: type[Options], options: Options | None, keywords: dict[str, Any], caller: str
+) -> Options:
+    """The options of a call: `options`, or (deprecated) the old keywords on
+    top of it. An unknown keyword is a TypeError, as it always was."""
+    if options is not None and not isinstance(options, kind):
+        raise TypeError(
+            f"{caller}() takes options={kind.__name__}(...), not {type(options).__name__}"
+        )
+    if not keywords:
+        return options if options is not None else kind()
+    known = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(keywords) - known)
+    if unknown:
+        raise TypeError(f"{caller}() got an unexpected keyword argument '{unknown[0]}'")
+    warnings.warn(
+        f"{caller}() with settings as keyword arguments is deprecated; pass "
+        f"options={kind.__name__}({', '.join(f'{k}=...' for k in sorted(keywords))})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return dataclasses.replace(options if options is not None else kind(), **keywords)
