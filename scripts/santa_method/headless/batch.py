@@ -33,7 +33,7 @@ from santa_method.headless.backends.base import (
     Backend,
     require_prerequisites,
 )
-from santa_method.headless.batch_run import BatchRun
+from santa_method.headless.batch_run import BatchRun, BatchSettings
 from santa_method.headless.options import BatchOptions, EventHook
 from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import resolve_backend
@@ -242,22 +242,22 @@ async def _verify_batch(
             resolved,
             backend,
             name,
-            {
-                "max_fixes": max_fixes,
-                "max_cost_usd": max_cost_usd,
-                "reviewers": reviewers,
-                "models": list(models) if models else None,
-                "fixer_model": models[0] if models else None,
-                "screen_model": screen_model or (models[0] if models else None),
-                "timeout": timeout,
-                "log": log,
-                "project_dir": str(Path(project_dir).resolve())
+            BatchSettings(
+                max_fixes=max_fixes,
+                max_cost_usd=max_cost_usd,
+                reviewers=reviewers,
+                models=list(models) if models else None,
+                fixer_model=models[0] if models else None,
+                screen_model=screen_model or (models[0] if models else None),
+                timeout=timeout,
+                log=log,
+                project_dir=str(Path(project_dir).resolve())
                 if project_dir
                 else str(project_root()),
-                "concurrency": concurrency
+                concurrency=concurrency
                 if concurrency is not None
                 else (None if name == "anthropic-batch" else CONCURRENCY.get(name, 4)),
-            },
+            ),
             backend_options or {},
             field_name,
             bool(resume),
@@ -273,7 +273,7 @@ async def _drive_batch(
     resolved: Rubric,
     backend: str | Backend,
     name: str,
-    settings: dict[str, Any],
+    settings: BatchSettings,
     backend_options: dict[str, Any],
     field_name: str,
     resumed: bool,

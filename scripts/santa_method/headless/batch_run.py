@@ -20,7 +20,9 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from santa_method.core import assignments, batch_rules, budget
@@ -37,6 +39,24 @@ from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
 
 
+@dataclass(frozen=True)
+class BatchSettings:
+    """What the batch's jobs are run with, settled once the arguments are
+    checked (the fixer and the screens default to the first model)."""
+
+    max_fixes: int
+    max_cost_usd: float | None
+    reviewers: int
+    models: list[str] | None
+    fixer_model: str | None
+    screen_model: str | None
+    timeout: float | None
+    log: str | os.PathLike[str] | None
+    project_dir: str
+    concurrency: int | None
+    """Jobs at once; None runs a whole wave at once (anthropic-batch)."""
+
+
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -50,7 +70,7 @@ class BatchRun:
         impl: Backend,
         rubric: Rubric,
         spec: str,
-        settings: dict[str, Any],
+        settings: BatchSettings,
         on_event: EventHook | None,
     ) -> None:
         self.book = book
@@ -59,7 +79,7 @@ class BatchRun:
         self.impl = impl
         self.rubric = rubric
         self.spec = spec
-        self.s = settings
+        self.settings = settings
         self.on_event = on_event
         self.tokens = Tokens(**self.state.get("tokens", {}))
         self.reserved = 0.0
@@ -134,7 +154,7 @@ class BatchRun:
 
     async def admit(self, kind: str) -> float | None:
         """Reserve the expected cost of one job; None when the budget cannot pay."""
-        limit = self.s["max_cost_usd"]
+        limit = self.settings.max_cost_usd
         if limit is None:
             return 0.0
         mine: asyncio.Event | None = None
@@ -164,7 +184,7 @@ class BatchRun:
     def estimate(self, kind: str) -> float:
         """What the next job may cost (core/budget.py): an item that fails costs
         up to max_fixes more rounds (and fixes) than the ones seen so far."""
-        rounds = 1 + self.s["max_fixes"] if kind == "item" else 1
+        rounds = 1 + self.settings.max_fixes if kind == "item" else 1
         return budget.estimate(self.costs[kind], rounds=rounds)
 
     def settle(self, kind: str, estimate: float, cost: float | None) -> None:
@@ -178,7 +198,7 @@ class BatchRun:
 
     def left_for(self, estimate: float) -> float | None:
         """What one admitted job may spend (its loop stops before a fix it cannot pay)."""
-        limit = self.s["max_cost_usd"]
+        limit = self.settings.max_cost_usd
         if limit is None:
             return None
         return budget.allowance(
@@ -190,7 +210,7 @@ class BatchRun:
 
     async def gather(self, jobs: Sequence[Any]) -> None:
         """Run jobs under the concurrency limit; the first BackendError wins."""
-        limit = asyncio.Semaphore(self.s["concurrency"] or max(1, len(jobs)))
+        limit = asyncio.Semaphore(self.settings.concurrency or max(1, len(jobs)))
 
         async def limited(job: Any) -> None:
             async with limit:
@@ -320,15 +340,15 @@ class BatchRun:
             text,
             options=VerifyOptions(
                 rubric=self.rubric,
-                reviewers=self.s["reviewers"],
-                models=self.s["models"],
+                reviewers=self.settings.reviewers,
+                models=self.settings.models,
                 backend=self.impl,
-                max_fixes=self.s["max_fixes"],
+                max_fixes=self.settings.max_fixes,
                 max_cost_usd=left if left is not None else None,
-                timeout=self.s["timeout"],
-                log=self.s["log"],
+                timeout=self.settings.timeout,
+                log=self.settings.log,
                 on_event=seen,
-                project_dir=self.s["project_dir"],
+                project_dir=self.settings.project_dir,
                 resume_run=resume_run,
                 close_backend=False,
                 resumable=True,
@@ -408,9 +428,9 @@ class BatchRun:
             ),
             output=text,
             canary=canary,
-            model=self.s["screen_model"],
-            timeout=self.s["timeout"],
-            project_dir=self.s["project_dir"],
+            model=self.settings.screen_model,
+            timeout=self.settings.timeout,
+            project_dir=self.settings.project_dir,
         )
         self.spend(record.tokens, record.cost_usd)
         entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
@@ -447,16 +467,16 @@ class BatchRun:
             assignment=assignment,
             target_path=str(scratch),
             output=text,
-            model=self.s["fixer_model"],
-            timeout=self.s["timeout"],
-            project_dir=self.s["project_dir"],
+            model=self.settings.fixer_model,
+            timeout=self.settings.timeout,
+            project_dir=self.settings.project_dir,
         )
         try:
-            async with asyncio.timeout(self.s["timeout"]):  # None: no limit
+            async with asyncio.timeout(self.settings.timeout):  # None: no limit
                 reply = await self.impl.fix(request)
         except TimeoutError:
             raise BackendError(
-                f"the screen's fixer timed out after {self.s['timeout']:g}s"
+                f"the screen's fixer timed out after {self.settings.timeout:g}s"
             ) from None
         self.spend(reply.tokens, reply.cost_usd)
         new = reply.output if reply.output is not None else read_exact(scratch)
@@ -478,7 +498,7 @@ class BatchRun:
     # -- the verdict ----------------------------------------------------------------
 
     def finish(self, decision: batch_rules.Decision) -> BatchResult:
-        over = budget.overspent(self.state["cost_usd"], self.s["max_cost_usd"])
+        over = budget.overspent(self.state["cost_usd"], self.settings.max_cost_usd)
         if decision.step == "accept" and over is not None:
             decision = batch_rules.Decision("escalate", reasons=(over,))
         self.save()
