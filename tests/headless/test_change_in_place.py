@@ -13,6 +13,7 @@ import pytest
 
 from santa_method.core.errors import BackendError, InputError
 from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import ReviewReply, ReviewRequest
 from santa_method.state import locks, runs
 
@@ -40,7 +41,10 @@ def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
     before = {readme: readme.read_bytes(), app: app.read_bytes()}
     backend = FailsOnTheFix()
     with pytest.raises(BackendError):
-        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+        verify_sync(
+            SPEC,
+            options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+        )
     assert len(backend.fixes) == 2  # both files were fixed, then the review failed
     (run_id,) = runs.list_run_ids()
     assert runs.load(run_id)["status"] == "escalated"
@@ -62,7 +66,10 @@ def test_a_file_someone_changed_since_is_left_alone(repo: Path) -> None:
 
     backend = FailsOnTheFix()
     with pytest.raises(BackendError):
-        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+        verify_sync(
+            SPEC,
+            options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+        )
     (run_id,) = runs.list_run_ids()
     app = repo / "app.py"
     # Put one fix back in place, and have a person edit the other file.
@@ -86,16 +93,26 @@ def test_a_change_whose_file_another_run_fixes_is_refused_before_anything_runs(
 ) -> None:
     backend = ChangeReviewer()
     with locks.fixing(repo / "app.py"), pytest.raises(InputError, match=r"app\.py"):
-        verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=1, in_place=True)
+        verify_sync(
+            SPEC,
+            options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+        )
     assert runs.list_run_ids() == [] and backend.fixes == []
 
 
 def test_two_runs_fixing_one_checkout_are_refused(repo: Path) -> None:
     with locks.fixing(repo), pytest.raises(InputError, match="being fixed in place"):
-        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=1, in_place=True)
+        verify_sync(
+            SPEC,
+            options=VerifyOptions(
+                against_diff="HEAD", backend=ChangeReviewer(), max_fixes=1, in_place=True
+            ),
+        )
     # Reviewing only fixes nothing, so it needs no lock.
     with locks.fixing(repo):
-        result = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        result = verify_sync(
+            SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        )
     assert result.verdict == "ESCALATED"
 
 
@@ -117,7 +134,12 @@ def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -
     readme = repo / "docs" / "README.md"
     try:
         with pytest.raises(InputError, match=re.escape(f"'{app}' is being fixed in place")):
-            verify_sync(SPEC, against_diff="HEAD", backend=backend, max_fixes=2, in_place=True)
+            verify_sync(
+                SPEC,
+                options=VerifyOptions(
+                    against_diff="HEAD", backend=backend, max_fixes=2, in_place=True
+                ),
+            )
     finally:
         backend.held.__exit__(None, None, None)
     (run_id,) = runs.list_run_ids()

@@ -95,7 +95,7 @@ def test_a_run_of_another_project_on_the_same_file_is_refused(
         monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(other))
         monkeypatch.setenv("SANTA_HOME", str(other / ".santa"))
         with pytest.raises(InputError, match=f"process {first.pid}"):
-            verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+            verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
         assert not (other / ".santa" / "runs").exists()
     finally:
         _kill(first)

@@ -98,13 +98,17 @@ def test_a_shipped_run_names_no_unreviewed_fix(project, target):
 def test_a_crlf_file_is_verified_fixed_and_put_back_byte_for_byte(project, target):
     crlf = target.read_bytes().replace(b"\n", b"\r\n")
     target.write_bytes(crlf)
-    result = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert result.verdict == "NICE"
     assert target.read_bytes() == FIXED.replace("\n", "\r\n").encode("utf-8")
     assert result.output == FIXED.replace("\n", "\r\n")
     target.write_bytes(crlf)
     result = verify_sync(
-        SPEC, target, backend=Scripted(), in_place=True, pre_check="! grep -q 2024 README.md"
+        SPEC,
+        target,
+        options=VerifyOptions(
+            backend=Scripted(), in_place=True, pre_check="! grep -q 2024 README.md"
+        ),
     )
     assert result.verdict == "ESCALATED"
     assert target.read_bytes() == crlf
