@@ -3,10 +3,14 @@
 `READERS` maps a name to the command's arguments, `{}` standing for the bad
 file; the `user_files` fixture (conftest.py) is a project folder holding a
 good file of each kind these arguments name, so that only the file under
-test is bad.
+test is bad. A command that reads a file at a fixed place rather than one
+named in its arguments (`santa init DIR` reads `DIR/.claude/settings.json`)
+has no `{}`: `AT` says where, under the project folder, the bad file goes.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 READERS: dict[str, list[str]] = {
     "rubric lint": ["rubric", "lint", "{}"],
@@ -33,7 +37,21 @@ READERS: dict[str, list[str]] = {
     "sample exclude": ["sample", "items.jsonl", "--exclude", "{}"],
     "batch items": ["batch", "{}", "--spec-text", "x"],
     "batch spec": ["batch", "items.jsonl", "--spec", "{}"],
+    "init settings": ["init", "."],
 }
+
+AT: dict[str, str] = {"init settings": ".claude/settings.json"}
+
+
+def place(project: Path, name: str, default: str) -> Path:
+    """Where the bad file of reader `name` goes: `AT`'s place (its folder
+    made), else `default` in the project folder."""
+    if name not in AT:
+        return project / default
+    target = project / AT[name]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
 
 #: Commands that read a log the user names with --log.
 LOG_READERS: dict[str, list[str]] = {

@@ -2,7 +2,7 @@
 ends in a verdict or a usage error, never a crash or a hang (issue 11).
 
 Each reader of `_readers` (rubric lint, gate, validate, round start, run,
-sample, batch, the config, `log generate --data`, and the commands that read
+sample, batch, init's settings.json, the config, `log generate --data`, and the commands that read
 a log named with --log) is fed arbitrary bytes, arbitrary text, JSON and
 YAML of any shape, deep nesting (up to 200,000 levels) and valid files with
 bytes broken into them. The invariant, stated without the code under test:
@@ -25,7 +25,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from _readers import LOG_READERS, READERS
+from _readers import LOG_READERS, READERS, place
 from _reviews import pass_review
 from santa_method.cli import main
 
@@ -149,7 +149,7 @@ def _answers(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("name", sorted(READERS | LOG_READERS))
 def test_any_bytes_in_a_users_file_end_in_an_answer(user_files: Path, capsys, name: str) -> None:
     args_of = (READERS | LOG_READERS)[name]
-    target = user_files / "input.file"
+    target = place(user_files, name, "input.file")
     args = [str(target) if a == "{}" else a for a in args_of]
 
     @SETTINGS

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from _readers import LOG_READERS, READERS
+from _readers import LOG_READERS, READERS, place
 from santa_method.cli import main
 from santa_method.core import files
 
@@ -42,15 +42,15 @@ def _call(name: str, path: Path | str) -> int:
 
 @pytest.mark.parametrize("name", sorted(EVERY))
 def test_a_symlink_loop_is_named(project: Path, capsys, name: str) -> None:
-    loop = project / "loop.yaml"
-    loop.symlink_to(project / "loop.yaml")
+    loop = place(project, name, "loop.yaml")
+    loop.symlink_to(loop)
     assert "symlink loop" in one_sentence(capsys, _call(name, loop))
 
 
 # A folder of items is valid ITEMS, so the item readers are left out here.
 @pytest.mark.parametrize("name", sorted(n for n in EVERY if not n.endswith(" items")))
 def test_a_directory_is_a_directory(project: Path, capsys, name: str) -> None:
-    folder = project / "folder.yaml"
+    folder = place(project, name, "folder.yaml")
     folder.mkdir()
     sentence = one_sentence(capsys, _call(name, folder))
     assert "directory" in sentence and "no such file" not in sentence
@@ -60,7 +60,7 @@ def test_a_directory_is_a_directory(project: Path, capsys, name: str) -> None:
 def test_a_fifo_with_no_writer_is_refused_without_blocking(
     project: Path, capsys, name: str
 ) -> None:
-    fifo = project / "pipe.yaml"
+    fifo = place(project, name, "pipe.yaml")
     os.mkfifo(fifo)
     result: list[int] = []
     worker = threading.Thread(target=lambda: result.append(_call(name, fifo)), daemon=True)
@@ -82,19 +82,19 @@ def test_an_unreadable_file_is_permission_denied(
 ) -> None:
     # Tests run as root, for whom chmod 000 changes nothing: the read itself
     # is made to fail the way it does for an ordinary user.
-    target = project / "secret.yaml"
+    target = place(project, name, "secret.yaml")
     target.write_text("name: x\n", encoding="utf-8")
     real_open = open
 
     def guarded(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if os.fspath(path) == str(target) or Path(os.fspath(path)).name == "secret.yaml":
+        if os.fspath(path) == str(target) or Path(os.fspath(path)).name == target.name:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
     real_os_open = os.open
 
     def guarded_os_open(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if Path(os.fspath(path)).name == "secret.yaml":
+        if Path(os.fspath(path)).name == target.name:
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_os_open(path, *args, **kwargs)
 
@@ -165,6 +165,87 @@ def test_deep_nesting_in_log_data_is_a_usage_error(project: Path, capsys) -> Non
     assert "nested too deeply" in one_sentence(
         capsys, main(["log", "generate", "--run", "r", "--data", data])
     )
+
+
+def test_init_refuses_bad_settings_and_a_looping_folder_before_writing(
+    project: Path, capsys
+) -> None:
+    settings = place(project, "init settings", "")
+    settings.write_text(DEEP_YAML, encoding="utf-8")
+    sentence = one_sentence(capsys, main(["init", "."]))
+    assert "'.claude/settings.json'" in sentence and "nested too deeply" in sentence
+    with open(settings, "wb") as handle:  # sparse: 200 MB long, nothing written
+        handle.truncate(200 * 1024 * 1024)
+    sentence = one_sentence(capsys, main(["init", "."]))
+    assert "200 MB" in sentence and "more than" in sentence
+    assert [p.name for p in settings.parent.iterdir()] == ["settings.json"]
+    (project / "loop").symlink_to(project / "loop")
+    assert "'loop': it is a symlink loop" in one_sentence(capsys, main(["init", "loop"]))
+    (project / "plain").mkdir()
+    (project / "plain" / ".claude").write_text("", encoding="utf-8")  # a file, not a folder
+    sentence = one_sentence(capsys, main(["init", "plain"]))
+    assert sentence.startswith("santa: cannot write file 'plain/.claude/") and (
+        "not a directory" in sentence
+    )
+    # A vendored file that is a FIFO is not read (it would block): it is kept, or replaced.
+    settings.unlink()
+    fifo = project / ".claude" / "agents" / "santa-fixer.md"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    assert main(["init", "."]) == 0
+    assert "kept       .claude/agents/santa-fixer.md" in capsys.readouterr().out
+    assert main(["init", ".", "--force"]) == 0 and fifo.is_file()
+
+
+def _bad_entry(path: Path, kind: str) -> None:
+    if kind == "loop":
+        path.symlink_to(path.name)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    elif kind == "dangling":
+        path.symlink_to("nowhere.md")
+    else:
+        path.symlink_to(path.parent / "sub")
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        ("loop", "it is a symlink loop"),
+        ("fifo", "it is a FIFO (named pipe), not a regular file"),
+        ("device", "it is a device, not a regular file"),
+        ("dangling", "it is a broken symlink"),
+        ("folder link", "it is a symlink to a directory"),
+    ],
+)
+@pytest.mark.parametrize("command", [["sample", "items", "--rate", "1"], ["batch", "items"]])
+def test_a_folder_entry_that_is_not_a_file_is_refused_not_skipped(
+    project: Path, capsys, kind: str, said: str, command: list[str]
+) -> None:
+    items = project / "items"
+    (items / "sub").mkdir(parents=True)
+    (items / "a.md").write_text("a\n", encoding="utf-8")
+    (items / "sub" / "b.md").write_text("b\n", encoding="utf-8")
+    _bad_entry(items / "c.md", kind)
+    args = [*command, "--spec-text", "x"] if command[0] == "batch" else command
+    sentence = one_sentence(capsys, main(args))
+    assert sentence.startswith(f"santa: cannot read item 'items/c.md': {said}"), sentence
+
+
+def test_hidden_entries_of_a_folder_stay_skipped_whatever_they_are(project: Path, capsys) -> None:
+    items = project / "items"
+    (items / ".cache").mkdir(parents=True)
+    (items / "a.md").write_text("a\n", encoding="utf-8")
+    (items / "b.md").write_text("b\n", encoding="utf-8")
+    os.mkfifo(items / ".cache" / "pipe")
+    (items / ".link").symlink_to(items / ".link")
+    (items / "c.md").symlink_to("a.md")  # a link to a file is an item, as before
+    assert main(["sample", "items", "--rate", "1"]) == 0
+    out, _err = capsys.readouterr()
+    assert out.splitlines()[0].startswith("3 of 3 items")
+    assert out.splitlines()[1:] == ["items/a.md", "items/b.md", "items/c.md"]
 
 
 def test_stdin_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:

@@ -206,7 +206,10 @@ def test_settings_that_cannot_be_merged_stop_everything(repo: Path, content: str
 
 def test_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
     done = santa_init(str(tmp_path / "nowhere"))
-    assert done.returncode == 2 and "not a directory" in done.stderr
+    assert done.returncode == 2 and "no such directory" in done.stderr
+    (tmp_path / "file").write_text("x\n", encoding="utf-8")
+    done = santa_init(str(tmp_path / "file"))
+    assert done.returncode == 2 and "it is a file, not a directory" in done.stderr
 
 
 # --- the vendored hooks, run as Claude Code runs them -------------------------

@@ -24,6 +24,14 @@ from santa_method import INSTALL_HINT
 from santa_method.claude_code.protocol import ROLES, vendored_agent
 from santa_method.core.data import plugin_file
 from santa_method.core.errors import InputError
+from santa_method.core.files import (
+    MAX_RUBRIC_BYTES,
+    check_folder,
+    os_error,
+    path_kind,
+    read_text,
+    too_deep,
+)
 from santa_method.state.atomic import replace_text
 
 HOOK_LAUNCHER = ".claude/santa/santa-hook"
@@ -116,53 +124,69 @@ def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def _holds(path: Path, content: str) -> bool:
-    """Whether `path` already holds `content` (unreadable counts as changed)."""
+    """Whether `path` already holds `content` (unreadable, a FIFO included, counts as changed)."""
     try:
-        return path.read_text(encoding="utf-8") == content
-    except (OSError, UnicodeDecodeError):
+        text = read_text(path, "vendored file")
+    except InputError:
         return False
+    return text.replace("\r\n", "\n") == content  # as a checkout with CRLF endings reads
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    """The settings object at `path` ({} when there is none), read through
+    the shared checks: a FIFO, a loop, a directory or a huge file is refused
+    before anything is read."""
+    if path_kind(path) == "missing" and not path.is_symlink():
+        return {}
+    text = read_text(path, "settings file", MAX_RUBRIC_BYTES)
+    try:
+        settings = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path} is not valid JSON ({exc.msg}); fix it first") from None
+    except RecursionError:
+        raise too_deep("settings file", path) from None
+    if not isinstance(settings, dict):
+        raise InputError(f"{path} does not hold a JSON object")
+    return settings
 
 
 def init(directory: str | Path, *, force: bool = False) -> InitResult:
-    root = Path(directory).resolve()
-    if not root.is_dir():
-        raise InputError(f"'{directory}' is not a directory")
+    check_folder(directory, "repository")
+    root = Path(directory)
     # Read settings.json before writing anything: a file we cannot merge
     # stops the whole command, so a half-done setup never has files
     # without the hooks that guard them.
     settings_path = root / ".claude" / "settings.json"
-    settings: dict[str, Any] = {}
-    if settings_path.exists():
-        try:
-            settings = json.loads(settings_path.read_text(encoding="utf-8") or "{}")
-        except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{settings_path} is not valid JSON ({exc.msg}); fix it first"
-            ) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read {settings_path}: {exc}") from None
-        if not isinstance(settings, dict):
-            raise InputError(f"{settings_path} does not hold a JSON object")
-    merged, changed = merge_settings(settings)
+    settings = _read_settings(settings_path)
+    try:
+        merged, changed = merge_settings(settings)
+        settings_text = json.dumps(merged, indent=2) + "\n"
+    except RecursionError:  # loaded, yet too deep to write back
+        raise too_deep("settings file", settings_path) from None
     result = InitResult()
-    for rel, content in vendored_files().items():
-        path = root / rel
-        if path.exists():
-            if _holds(path, content):
-                if rel == HOOK_LAUNCHER:
-                    path.chmod(0o755)  # a copy may have lost its mode; the hooks need it
-                result.unchanged.append(rel)
-                continue
-            if not force:
-                result.kept.append(rel)
-                continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        replace_text(path, content)
-        if rel == HOOK_LAUNCHER:
-            path.chmod(0o755)
-        result.written.append(rel)
-    if changed or not settings_path.exists():
-        settings_path.parent.mkdir(parents=True, exist_ok=True)
-        replace_text(settings_path, json.dumps(merged, indent=2) + "\n")
-        result.settings = "updated"
+    path = settings_path
+    try:
+        for rel, content in vendored_files().items():
+            path = root / rel
+            if path.exists():
+                if _holds(path, content):
+                    if rel == HOOK_LAUNCHER:
+                        path.chmod(0o755)  # a copy may have lost its mode; the hooks need it
+                    result.unchanged.append(rel)
+                    continue
+                if not force:
+                    result.kept.append(rel)
+                    continue
+            path.parent.mkdir(parents=True, exist_ok=True)
+            replace_text(path, content)
+            if rel == HOOK_LAUNCHER:
+                path.chmod(0o755)
+            result.written.append(rel)
+        path = settings_path
+        if changed or not settings_path.exists():
+            settings_path.parent.mkdir(parents=True, exist_ok=True)
+            replace_text(settings_path, settings_text)
+            result.settings = "updated"
+    except OSError as exc:  # a part of .claude/ that is a loop, a file, or not writable
+        raise os_error("file", path, exc, "write") from None
     return result

@@ -23,7 +23,10 @@ _EPILOG = """\
 ITEMS
   a file          one item; its id is the path as given
   a folder        every file under it, recursively, sorted, hidden files and
-                  folders skipped; ids are the paths (folder/sub/file)
+                  folders skipped; ids are the paths (folder/sub/file); any
+                  other entry that is not a regular file (a FIFO, a device,
+                  a broken or looping symlink, a link to a folder) is an
+                  error, never skipped
   FILE.jsonl      one item per non-blank line, each a JSON object; its id is
                   the object's "id" field, else its line number (1-based)
   Ids must be unique across all ITEMS.
@@ -147,10 +150,6 @@ def check_sampling_arguments(args: argparse.Namespace) -> None:
 # ---------------------------------------------------------------- reading ITEMS
 
 
-def _is_hidden(path: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in path.relative_to(root).parts)
-
-
 def _stratum_value(value: Any) -> str:
     if value is None:
         return _MISSING_STRATUM
@@ -198,8 +197,9 @@ def read_items(args: list[str], strata_field: str | None = None) -> list[SourceI
                     f"--strata {strata_field}: files can only be stratified by 'dir' "
                     "(their parent folder)"
                 )
-            files = sorted(f for f in path.rglob("*") if f.is_file() and not _is_hidden(f, path))
-            items.extend(_file_item(f, strata_field) for f in files)
+            from santa_method.core.files import list_files
+
+            items.extend(_file_item(Path(f), strata_field) for f in list_files(path))
         elif path.is_file() and path.suffix.lower() == ".jsonl":
             items.extend(_jsonl_items(arg, strata_field))
         elif path.is_file():
