@@ -288,3 +288,12 @@ def test_a_name_swapped_for_a_fifo_after_any_check_is_refused_not_read(tmp_path:
             pass
         pytest.fail("read_text opened the FIFO it had not checked, and blocked")
     assert "it is a FIFO (named pipe), not a regular file" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["loop", "broken"])
+def test_rubric_lint_names_a_bad_link_without_an_extension(project: Path, capsys, kind) -> None:
+    link = project / "myrubric"
+    link.symlink_to(link if kind == "loop" else project / "gone")
+    sentence = one_sentence(capsys, main(["rubric", "lint", "myrubric"]))
+    expected = "symlink loop" if kind == "loop" else "broken symlink"
+    assert expected in sentence and "rubric name" not in sentence

@@ -395,3 +395,19 @@ def test_a_url_keeps_its_plain_segments_and_loses_its_random_ones() -> None:
     assert "K7MDENG" not in shown and shown.endswith("&page=2")
     plain = "https://github.com/anthropics/claude-code/blob/4f3a9c1e2b7d/docs/plugins-reference.md"
     assert redact_text(plain) == plain
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"endpoint":"https://s3.amazonaws.com/bucket","value":"{key}"}}',
+        "https://x.example/a,{key}",
+        '["https://x.example","{key}"]',
+        "(https://a.example/c) {key}",
+        "https://a.example/c:{key}",
+        "see <https://a.example/> {key}",
+    ],
+)
+def test_a_key_after_a_url_is_judged_whole(template: str) -> None:
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    assert "K7MDENG" not in redact_text(template.format(key=key))

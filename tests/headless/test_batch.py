@@ -102,6 +102,34 @@ def test_in_place_edits_the_files(stub_server, project):
     assert "BAD-" not in path.read_text()
 
 
+def test_an_in_place_batch_meets_a_run_at_the_files_lock(stub_server, project, monkeypatch):
+    from santa_method.state import locks
+
+    server = stub_server(SCRIPT)
+    path = project / "only.md"
+    original = texts(1, {0})[0]
+    path.write_text(original, encoding="utf-8")
+    # Held as a `santa run --in-place` on the file would hold it.
+    with locks.fixing(path), pytest.raises(InputError, match="being fixed in place"):
+        verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+    assert path.read_text(encoding="utf-8") == original
+    assert server.requests == []  # refused before anything was spent
+    # A fixed item is written under the file's lock: a run holding it stops the write.
+    from santa_method.state import batch_files
+
+    taken: list[bool] = []
+    real_replace = batch_files.replace_text
+
+    def spy(target, text):  # type: ignore[no-untyped-def]
+        taken.append(locks.held(locks.target_lock_path(target)))
+        real_replace(target, text)
+
+    monkeypatch.setattr(batch_files, "replace_text", spy)
+    result = verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+    assert result.verdict == "ACCEPTED" and "BAD-" not in path.read_text(encoding="utf-8")
+    assert True in taken
+
+
 @pytest.mark.slow
 def test_a_thousand_items_with_a_guarantee_plan(stub_server, project):
     server = stub_server(SCRIPT)

@@ -147,3 +147,28 @@ def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -
     assert app.read_text(encoding="utf-8") == APP_NEW  # never written by this run
     # Round 1's fix of the README was reviewed by round 2, so it stays.
     assert "Released in 2024." in readme.read_text(encoding="utf-8")
+
+
+def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys) -> None:
+    from santa_method.cli import main
+
+    with pytest.raises(BackendError):
+        verify_sync(
+            SPEC,
+            against_diff="HEAD",
+            backend=FailsOnTheFix(),
+            max_fixes=1,
+            in_place=True,
+            resumable=True,
+        )
+    (run_id,) = runs.list_run_ids()
+    assert main(["runs", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["outcome"] == "interrupted" and row["resume"] is None
+    assert row["again"] == "santa run --against-diff HEAD"
+    assert main(["runs"]) == 0
+    text = capsys.readouterr().out
+    assert "reviewed again, not resumed: run 'santa run --against-diff HEAD'" in text
+    assert "run folder is gone" not in text
+    assert main(["run", "--resume", run_id]) == 2  # and resuming says why not
+    assert "review it again with 'santa run --against-diff HEAD'" in capsys.readouterr().err

@@ -79,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        _print_tables(result, path, args.since)
+        from santa_method.state.redact import redact_json
+
+        # Rich wraps a long cell over lines, which no redaction of the
+        # printed text could see whole: the values are redacted first.
+        _print_tables(redact_json(result), path, args.since)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -108,7 +109,9 @@ def _show(args: argparse.Namespace) -> int:
 
         print_json(rubric.to_json())
     else:
-        sys.stdout.write(render_markdown(rubric))
+        from santa_method.cli._io import say
+
+        say(render_markdown(rubric))
     return 0
 
 
@@ -123,7 +126,8 @@ def _lint(args: argparse.Namespace) -> int:
         target = read_text("-", "rubric", MAX_RUBRIC_BYTES)
         if "\n" not in target:
             target += "\n"  # one-line YAML must not be taken for a path
-    elif Path(args.file).exists() or "/" in args.file or args.file.endswith(SUFFIXES):
+    elif os.path.lexists(args.file) or "/" in args.file or args.file.endswith(SUFFIXES):
+        # lexists: a broken link or a symlink loop is a file to name, not a rubric name.
         target = Path(args.file)
     else:
         target = _named_file(args.file)

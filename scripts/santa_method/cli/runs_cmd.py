@@ -113,6 +113,11 @@ def _interrupted_line(row: dict[str, Any]) -> str:
         )
     if row.get("resume"):
         text += f": resume it with '{row['resume']}', or close it with '{row['close']}'"
+    elif row.get("again"):
+        text += (
+            f": a change is reviewed again, not resumed: run '{row['again']}' (with its "
+            f"options), or close it with '{row['close']}'"
+        )
     else:
         text += f" and its run folder is gone: close it with '{row['close']}'"
     return text

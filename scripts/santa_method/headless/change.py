@@ -31,7 +31,7 @@ from typing import Any
 
 from santa_method.core import assignments
 from santa_method.core.errors import InputError
-from santa_method.core.files import read_text
+from santa_method.core.files import read_exact, read_text
 from santa_method.core.locate import changed_paths, parse_diff, places_of
 from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
@@ -102,7 +102,7 @@ async def fix_change(
 
     `fix_alone(file)` takes the file's lock for the rest of the run (it
     raises when another run holds it)."""
-    spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
+    spec = read_exact(runs.run_dir(run_id) / "spec.md")
     deleted = {f.path for f in parse_diff(diff) if f.deleted}
     notes: list[str] = []
     tokens = Tokens()

@@ -314,8 +314,8 @@ async def _drive(
     run: LoopRun, opened: Any, working: Path | Change, max_cost_usd: float | None
 ) -> VerifyResult:
     run_id = opened.run_id
-    rubric_md = (runs.run_dir(run_id) / "rubric.md").read_text(encoding="utf-8")
-    spec = (runs.run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
+    rubric_md = read_exact(runs.run_dir(run_id) / "rubric.md")
+    spec = read_exact(runs.run_dir(run_id) / "spec.md")
     last_round_cost = 0.0
     last_fix_cost = 0.0
     while True:
@@ -412,7 +412,7 @@ async def _fix(
     working: Path | Change,
 ) -> Any:
     """Call the fixer on the round's flags, write its output, log the fix."""
-    fixer_text = Path(fixer_path).read_text(encoding="utf-8")
+    fixer_text = read_exact(fixer_path)
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
     if isinstance(working, Change):
         # One fixer call per changed file, each file replaced atomically.

@@ -18,6 +18,7 @@ from typing import Any
 
 from santa_method.core import budget
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.files import read_exact
 from santa_method.headless.backends.base import Backend
 from santa_method.headless.loop import verify
 from santa_method.headless.options import EventHook, VerifyOptions
@@ -92,7 +93,7 @@ async def resume(
     if in_place is None:  # a run started before the state said so
         in_place = not target.resolve().is_relative_to((santa_dir() / "work").resolve())
     return await verify(
-        (folder / "spec.md").read_text(encoding="utf-8"),
+        read_exact(folder / "spec.md"),
         target,
         options=VerifyOptions(
             rubric=rubric,

@@ -218,6 +218,11 @@ class ItemStore:
     Files are edited only with `in_place`; otherwise a changed item's text
     lives in the batch's `work/` folder and every later read sees it.
     JSONL items are never edited in place: `export()` writes `fixed.jsonl`.
+
+    An in-place batch meets `santa run --in-place` at the file's lock
+    (`state/locks.py`): it does not start while a run fixes one of its
+    files, and it holds a file's lock while it writes the file (holding
+    every item's lock for a whole batch would need a file descriptor each).
     """
 
     def __init__(self, state: dict[str, Any], items: Sequence[BatchItem], field: str) -> None:
@@ -227,6 +232,13 @@ class ItemStore:
         self.field = field
         self.in_place = bool(state["options"].get("in_place"))
         self.state.setdefault("changed", {})
+        if self.in_place:
+            for item in items:
+                if item.path is not None and locks.held(locks.target_lock_path(item.path)):
+                    raise InputError(
+                        f"'{item.path}' is being fixed in place by another santa run; wait "
+                        "for it to end, or run the batch without --in-place"
+                    )
 
     @property
     def folder(self) -> Path:
@@ -250,7 +262,8 @@ class ItemStore:
         item = self.items[item_id]
         self.known(item_id, text)
         if item.path is not None and self.in_place:
-            replace_text(Path(item.path), text)
+            with locks.fixing(item.path):
+                replace_text(Path(item.path), text)
             return item.path
         index = self.order.index(item_id)
         name = Path(item.path).name if item.path else "item.txt"

@@ -33,7 +33,7 @@ def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
         if state["target"]["kind"] == "file"
         else f"the working tree (diff against {state['target']['rev']})"
     )
-    spec = (run_dir(run_id) / "spec.md").read_text(encoding="utf-8")
+    spec = read_exact(run_dir(run_id) / "spec.md")
     body = assignments.fixer_assignment(
         run_id=run_id,
         round_number=current["round"],

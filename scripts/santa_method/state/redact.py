@@ -95,6 +95,8 @@ _PEM = re.compile(
 _BARE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
 #: Runs of one base64 alphabet inside a token that mixes both (see below).
 _ONE_ALPHABET = re.compile(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
+#: What cannot be inside a URL as santa judges one (see `_in_url`).
+_URL_START = re.compile(r"[\s\"'`,;<>()\[\]{}|\\^]")
 #: A URL path's segments, judged one by one.
 _SEGMENT = re.compile(r"[A-Za-z0-9+_\-]{32,}")
 #: A part of a token that reads as an identifier, a number or a digest.
@@ -203,10 +205,13 @@ def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
 
 def _in_url(text: str, start: int) -> bool:
     """Whether `start` lies in a URL's host or path: `://` earlier in the
-    same word, and no `?`, `#`, `=` or `&` since (a query's value may be a
-    base64 key, `/` included, and is judged whole)."""
-    word = max(text.rfind(space, 0, start) for space in (" ", "\n", "\t")) + 1
-    before = text[word:start]
+    same URL, and no `?`, `#`, `=` or `&` since (a query's value may be a
+    base64 key, `/` included, and is judged whole). A URL ends at a space,
+    a quote, a comma or a bracket, so a key after it in JSON or a list is
+    judged whole too."""
+    if start == 0 or text[start - 1] not in "/.":  # not where a host or path part begins
+        return False
+    before = _URL_START.split(text[max(0, start - 2048) : start])[-1]
     scheme = before.find("://")
     return scheme >= 0 and not any(c in before[scheme:] for c in "?#=&")
 

@@ -115,7 +115,7 @@ def build(run_id: str) -> dict[str, Any]:
         "budget_usd": state.get("budget_usd"),
         "escalation_reasons": reasons,
         "questions": questions,
-        "spec": (folder / "spec.md").read_text(encoding="utf-8"),
+        "spec": read_exact(folder / "spec.md", "replace"),
         "output": read_exact(output_file, "replace") if output_file.exists() else "",
         "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
         "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],

@@ -25,8 +25,9 @@ def interrupted(run_id: str, source: Any) -> bool:
 
 def annotate(row: dict[str, Any]) -> dict[str, Any]:
     """A `santa runs` row of an open run, with what stands now: `outcome`
-    becomes `interrupted` with the commands that resume or close it, and
-    `unreviewed_fix` names a fix the target holds that no round reviewed."""
+    becomes `interrupted` with the commands that resume or close it (a
+    change is reviewed again instead: `again`), and `unreviewed_fix` names
+    a fix the target holds that no round reviewed."""
     if row.get("outcome") != "open" or not interrupted(row["run_id"], row.get("source")):
         return row
     row = {
@@ -41,6 +42,10 @@ def annotate(row: dict[str, Any]) -> dict[str, Any]:
     except (InputError, OSError, ValueError):
         row["resume"] = None  # nothing left to resume from: its folder is gone or unreadable
         return row
+    if state["target"].get("kind") == "diff":
+        # A change is recomputed from the checkout: it is reviewed again, not resumed.
+        row["resume"] = None
+        row["again"] = f"santa run --against-diff {state['target']['rev']}"
     found = unreviewed_fix(state)
     if found is not None and found.holds == "fix":
         row["unreviewed_fix"] = str(found.path)
