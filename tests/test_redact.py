@@ -411,3 +411,39 @@ def test_a_url_keeps_its_plain_segments_and_loses_its_random_ones() -> None:
 def test_a_key_after_a_url_is_judged_whole(template: str) -> None:
     key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
     assert "K7MDENG" not in redact_text(template.format(key=key))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Base64HighEntropyStringDetectorPlugin",
+        "Sha256DigestVerificationFailedException",
+        "S3ObjectLambdaAccessPointConfiguration",
+        "shouldReturn404WhenUserIsNotFoundInTheDatabase",
+        "AmazonS3ClientBuilderWithCustomEndpoint",
+        "HTTPServerRequestHandlerForTheLocalStub",
+    ],
+)
+def test_camel_case_names_survive(name: str) -> None:
+    assert redact_text(f"the class {name} fails") == f"the class {name} fails"
+
+
+def test_random_letters_and_digits_are_not_taken_for_names() -> None:
+    """Keys without + or / (base62, as many API keys are) are still caught."""
+    rng = random.Random(12)
+    alphabet = string.ascii_letters + string.digits
+    missed = [
+        key
+        for length in (32, 40)
+        for key in ("".join(rng.choice(alphabet) for _ in range(length)) for _ in range(500))
+        if key in redact_text(f"see {key} here")
+    ]
+    assert missed == []
+
+
+def test_a_url_encoded_key_is_judged_decoded() -> None:
+    sig = "Zm9vYmFyYmF6cXV4MTIz%2BQWxhZGRpbjpvcGVuIHNl%2FY2FtZTEyMzQ1Njc4OQ%3D%3D"
+    shown = redact_text(f"https://a.blob.core.windows.net/c/b.txt?sv=2022-11-02&sp=r&sig={sig}")
+    assert "QWxhZGRpbjpvcGVu" not in shown and shown.endswith("sig=[REDACTED:High Entropy Token]")
+    words = "My%20Documents/Some%20File%20Name%20Longer%20Than%20Needed.pdf"
+    assert redact_text(words) == words

@@ -172,3 +172,43 @@ def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys
     assert "run folder is gone" not in text
     assert main(["run", "--resume", run_id]) == 2  # and resuming says why not
     assert "review it again with 'santa run --against-diff HEAD'" in capsys.readouterr().err
+
+
+def test_a_changed_file_that_is_not_utf8_is_a_usage_error(repo: Path) -> None:
+    (repo / "docs" / "README.md").write_bytes(b"caf\xe9 Released in 1999.\n")
+    with pytest.raises(InputError, match=r"docs/README\.md is not UTF-8 text"):
+        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    (repo / "docs" / "README.md").write_text(README_NEW, encoding="utf-8")
+    (repo / "notes.txt").write_bytes(b"\xff\xfe untracked\n")
+    with pytest.raises(InputError, match=r"notes\.txt is not UTF-8 text"):
+        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+
+
+def test_a_write_cut_short_is_not_part_of_the_change(repo: Path) -> None:
+    from santa_method.state.target import read_target
+
+    (repo / ".app.py.x1y2z3.santa-tmp").write_text("half a fix", encoding="utf-8")
+    diff = read_target({"kind": "diff", "rev": "HEAD", "cwd": str(repo)})
+    assert "app.py" in diff and "santa-tmp" not in diff and "half a fix" not in diff
+
+
+def test_closing_a_stale_change_keeps_what_a_later_run_reviewed(repo: Path, capsys) -> None:
+    from santa_method.cli import main
+
+    with pytest.raises(BackendError):
+        verify_sync(
+            SPEC,
+            against_diff="HEAD",
+            backend=FailsOnTheFix(),
+            max_fixes=1,
+            in_place=True,
+            resumable=True,
+        )
+    (old,) = runs.list_run_ids()
+    fixed = {p: p.read_bytes() for p in (repo / "app.py", repo / "docs" / "README.md")}
+    assert b"hello" in fixed[repo / "app.py"]  # the unreviewed fixes are in place
+    later = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    assert later.verdict == "NICE"  # a later run reviewed the fixed checkout
+    assert main(["log", "escalate", "--run", old]) == 0
+    capsys.readouterr()
+    assert {p: p.read_bytes() for p in fixed} == fixed

@@ -146,6 +146,24 @@ def test_a_run_killed_after_its_fix_holds_an_unreviewed_fix(project, target, cap
     assert _rows(capsys)[run_id]["outcome"] == "escalated"
 
 
+def test_closing_a_stale_run_keeps_the_text_a_later_run_verified(project, target, capsys):
+    proc = _start(project, target, "after-fix")
+    _kill(proc)
+    (old,) = runs.list_run_ids()
+    assert target.read_text(encoding="utf-8") == FIXED  # no reviewer saw it yet
+    # A new run on the file reviews that text and ships it.
+    shipped = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    assert shipped.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
+    row = _rows(capsys)[old]
+    assert row["outcome"] == "interrupted" and row["unreviewed_fix"] is None
+    assert main(["log", "escalate", "--run", old]) == 0
+    capsys.readouterr()
+    assert target.read_text(encoding="utf-8") == FIXED  # what the later run verified stays
+    report = json.loads((runs.run_dir(old) / "report.json").read_text(encoding="utf-8"))
+    assert report["unreviewed_fix"]["target_holds"] == "reviewed-since"
+    assert "reviewed since by another run" in report["unreviewed_fix"]["sentence"]
+
+
 def test_a_live_run_cannot_be_resumed_or_closed_by_another_process(project, target, capsys):
     proc = _start(project, target, "round-1")
     try:

@@ -88,6 +88,12 @@ def temporaries(target: Path) -> list[Path]:
         return []
 
 
+def is_temporary(name: str) -> bool:
+    """Whether `name` (a file name or a path) is a temporary of a replacement."""
+    base = os.path.basename(name)
+    return base.startswith(".") and base.endswith(_SUFFIX)
+
+
 def replace_text(path: str | os.PathLike[str], text: str) -> None:
     """Replace `path` with `text` as UTF-8. Encoded before anything is
     written, so text that cannot be encoded leaves the file as it was."""

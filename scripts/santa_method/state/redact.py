@@ -99,6 +99,18 @@ _ONE_ALPHABET = re.compile(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
 _URL_START = re.compile(r"[\s\"'`,;<>()\[\]{}|\\^]")
 #: A URL path's segments, judged one by one.
 _SEGMENT = re.compile(r"[A-Za-z0-9+_\-]{32,}")
+#: A token spelt with %XX escapes (a URL-encoded key), judged decoded.
+_PERCENT = re.compile(
+    r"(?<![A-Za-z0-9+/_%\-])(?:[A-Za-z0-9+/_\-]|%[0-9A-Fa-f]{2}){32,}(?![A-Za-z0-9+/_%\-])"
+)
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_DECODED_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]+={0,2}")
+#: The humps of a name in CamelCase or camelCase: a word, an acronym, a number
+#: (`Base64HighEntropyStringDetectorPlugin`, `shouldReturn404WhenUserIsNotFound`).
+_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_VOWELS = frozenset("aeiouAEIOU")
+#: A digest or a number with a short unit (a token of one part).
+_DIGEST = re.compile(r"[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: A part of a token that reads as an identifier, a number or a digest.
 _PLAIN_PART = re.compile(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
@@ -174,6 +186,7 @@ def find_secrets(text: str) -> list[Finding]:
     """Every secret span in `text`, sorted and non-overlapping (overlaps merged)."""
     found: list[Finding] = [Finding(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
     found += [Finding(*span, "High Entropy Token") for span in _bare_tokens(text)]
+    found += [Finding(*span, "High Entropy Token") for span in _percent_tokens(text)]
     offset = 0
     for line in text.splitlines(keepends=True):
         for start, end, kind in _scan_line(line):
@@ -216,9 +229,45 @@ def _in_url(text: str, start: int) -> bool:
     return scheme >= 0 and not any(c in before[scheme:] for c in "?#=&")
 
 
+def _percent_tokens(text: str) -> Iterator[tuple[int, int]]:
+    """URL-encoded keys (`sig=Zm9v...%2B...%3D%3D`): a `%XX` splits the
+    token for `_BARE`, so the whole spelling is judged decoded."""
+    if "%" not in text:
+        return
+    for m in _PERCENT.finditer(text):
+        if "%" not in m.group():
+            continue
+        decoded = _ESCAPE.sub(lambda e: chr(int(e.group(1), 16)), m.group())
+        if _DECODED_TOKEN.fullmatch(decoded) and _is_random(decoded.rstrip("=")):
+            yield m.span()
+
+
+def _is_name(token: str) -> bool:
+    """Whether the whole token is one name in CamelCase: every word holds a
+    vowel (as written words do and random letters mostly do not), acronyms
+    are short, numbers are short. Any separator makes it something else."""
+    at = 0
+    for hump in _HUMP.finditer(token):
+        if hump.start() != at:
+            return False
+        word = hump.group()
+        if word[-1].islower():
+            if not _VOWELS.intersection(word):
+                return False
+        elif len(word) > (4 if word[0].isdigit() else 5):
+            return False
+        at = hump.end()
+    return at == len(token)
+
+
 def _is_random(token: str) -> bool:
+    if _is_name(token):
+        return False
     parts = re.split(r"[-_/]", token)
-    if all(_PLAIN_PART.fullmatch(part) for part in parts):
+    # Parts between separators are names' words; a token of one part is a
+    # name only as `_is_name` reads it (random letters are no identifier).
+    plain = _PLAIN_PART if len(parts) > 1 else _DIGEST
+    if all(plain.fullmatch(part) for part in parts):
         return False
     return _entropy(token) >= ENTROPY_BITS
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_text
+from santa_method.state.atomic import is_temporary
 
 PRE_CHECK_TIMEOUT = 900
 
@@ -43,12 +44,28 @@ def read_target(target: dict[str, Any]) -> str:
         ["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", rev, "--"],
         cwd=target["cwd"],
         capture_output=True,
-        text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise InputError(f"git diff {rev} failed: {result.stderr.strip() or 'unknown error'}")
-    return result.stdout + _untracked_diff(target["cwd"])
+        said = result.stderr.decode("utf-8", "replace").strip()
+        raise InputError(f"git diff {rev} failed: {said or 'unknown error'}")
+    return _diff_text(result.stdout) + _untracked_diff(target["cwd"])
+
+
+def _diff_text(raw: bytes) -> str:
+    """A diff as text, or an InputError naming the changed file that is not
+    UTF-8 (santa reviews text; a strict decode would end in a traceback).
+    Line ends as text mode reads them (CRLF as LF), as before."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = raw.rfind(b"diff --git ", 0, exc.start)
+        line = raw[head : raw.find(b"\n", head)] if head >= 0 else b""
+        name = line.decode("utf-8", "replace").rsplit(" b/", 1)[-1] if line else "a changed file"
+        raise InputError(
+            f"cannot review the change: {name} is not UTF-8 text (santa reviews UTF-8 text)"
+        ) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def working_copy(target: dict[str, Any]) -> str | None:
@@ -68,21 +85,21 @@ def _untracked_diff(cwd: str) -> str:
         ["git", "ls-files", "--others", "--exclude-standard", "-z"],
         cwd=cwd,
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="surrogateescape",  # any file name, passed back to git as it was
         check=False,
     )
     parts = []
     for name in sorted(n for n in listed.stdout.split("\0") if n):
-        if name == ".santa" or name.startswith(".santa/"):
-            continue
+        if name == ".santa" or name.startswith(".santa/") or is_temporary(name):
+            continue  # santa's own files, and a write a kill cut short
         shown = subprocess.run(
             ["git", "diff", "--no-color", "--no-ext-diff", "--no-index", "--", "/dev/null", name],
             cwd=cwd,
             capture_output=True,
-            text=True,
             check=False,
         )
-        parts.append(shown.stdout)
+        parts.append(_diff_text(shown.stdout))
     return "".join(parts)
 
 

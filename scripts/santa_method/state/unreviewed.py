@@ -15,7 +15,9 @@ round N reviewed (N the round the fix answers):
   `round-N/fixes/K.reviewed`, listed in `round-N/fixes.json`.
 
 Only a file that holds exactly its kept fix is touched: a file someone
-else changed since is left as it is. Everything is compared and written as
+else changed since is left as it is, and so is a file whose text a later
+run reviewed (a new run on the file started from the fix: putting the
+older text back would undo what that run verified). Everything is compared and written as
 bytes, so line endings and text that is not UTF-8 come back as they were.
 
 The rule is read from the files alone (no extra state), so a report, `santa
@@ -24,6 +26,7 @@ runs` and a resumed process all see the same thing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +86,8 @@ def _entries(folder: Path) -> list[dict[str, str]]:
 @dataclass(frozen=True)
 class KeptFile:
     """One file's kept fix, the text it replaced, and what the file holds now:
-    "fix", "reviewed" (the text the round reviewed) or "other"."""
+    "fix", "reviewed" (the text the round reviewed), "reviewed-since" (the
+    fix, which a later run reviewed) or "other"."""
 
     target: str
     fix: Path
@@ -101,8 +105,8 @@ class UnreviewedFix:
     For a file target `path` is the kept fix and `target` the file; for a
     change `path` is the round's `fixes/` folder, `target` the checkout and
     `files` says where each file stands. `holds` sums them up: "fix" while
-    any file holds its fix, "reviewed" once all hold the reviewed text,
-    else "other"."""
+    any file holds its fix, "reviewed" once all hold reviewed text (the
+    round's, or a later run's), else "other"."""
 
     round: int
     path: Path
@@ -127,13 +131,13 @@ def _read(path: Path | str) -> bytes | None:
         return None
 
 
-def _stands(target: str, fix: Path, reviewed: Path) -> KeptFile | None:
+def _stands(run_id: str, target: str, fix: Path, reviewed: Path) -> KeptFile | None:
     kept = _read(fix)
     if kept is None:
         return None
     now = _read(target)
     if now == kept:
-        holds = "fix"
+        holds = "reviewed-since" if _reviewed_by_another(run_id, target, fix, now) else "fix"
     elif now is not None and now == _read(reviewed):
         holds = "reviewed"
     else:
@@ -141,10 +145,53 @@ def _stands(target: str, fix: Path, reviewed: Path) -> KeptFile | None:
     return KeptFile(target, fix, reviewed, holds)
 
 
+def _reviewed_by_another(run_id: str, target: str, fix: Path, now: bytes) -> bool:
+    """Whether another run reviewed the file since it took the fix: a round
+    of a run on that file whose output is exactly `now`, or a round of a
+    change holding the file that opened after the fix was kept."""
+    import hashlib
+    import os
+
+    from santa_method.state.store import list_run_ids
+    from santa_method.state.target import target_name
+
+    digest = hashlib.sha256(now).hexdigest()
+    real = os.path.realpath(target)
+    try:
+        kept_at = fix.stat().st_mtime
+    except OSError:
+        return False
+    for other in list_run_ids():
+        if other == run_id:
+            continue
+        try:
+            state = load(other)
+        except Exception:  # an unreadable run reviewed nothing we can count
+            continue
+        kind = state["target"].get("kind")
+        if kind == "file":
+            if os.path.realpath(target_name(state["target"])) != real:
+                continue
+            rounds = [r for r in state["rounds"] if r.get("output_sha256") == digest]
+        elif kind == "diff":
+            if not real.startswith(os.path.realpath(state["target"]["cwd"]) + os.sep):
+                continue
+            rounds = state["rounds"]
+        else:
+            continue
+        for r in rounds:
+            shown = run_dir(other) / f"round-{r['round']}" / "output.txt"
+            with contextlib.suppress(OSError):
+                if shown.stat().st_mtime >= kept_at:  # opened after the fix was kept
+                    return True
+    return False
+
+
 def _summed(files: list[KeptFile]) -> str:
     if any(f.holds == "fix" for f in files):
         return "fix"
-    return "reviewed" if all(f.holds == "reviewed" for f in files) else "other"
+    reviewed = all(f.holds in ("reviewed", "reviewed-since") for f in files)
+    return "reviewed" if reviewed else "other"
 
 
 def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
@@ -157,14 +204,15 @@ def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
     number = gated[-1]["round"]
     folder = run_dir(state["id"]) / f"round-{number}"
     if target["kind"] == "file":
-        one = _stands(target["path"], folder / FIX_FILE, folder / "output.txt")
+        one = _stands(state["id"], target["path"], folder / FIX_FILE, folder / "output.txt")
         if one is None:
             return None
         return UnreviewedFix(number, one.fix, one.target, one.holds, (one,))
     files = [
         f
         for e in _entries(folder)
-        if (f := _stands(e["target"], folder / e["fix"], folder / e["reviewed"])) is not None
+        if (f := _stands(state["id"], e["target"], folder / e["fix"], folder / e["reviewed"]))
+        is not None
     ]
     if not files:
         return None
@@ -208,4 +256,5 @@ def _where(f: KeptFile, round_number: int) -> str:
         "fix": f"{f.target} holds it now",
         "reviewed": f"{f.target} holds the text round {round_number} reviewed",
         "other": f"{f.target} was changed since by someone else and is left as it is",
+        "reviewed-since": f"{f.target} holds it, reviewed since by another run, and is left as it is",
     }[f.holds]
