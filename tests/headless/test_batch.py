@@ -111,7 +111,9 @@ def test_an_in_place_batch_meets_a_run_at_the_files_lock(stub_server, project, m
     path.write_text(original, encoding="utf-8")
     # Held as a `santa run --in-place` on the file would hold it.
     with locks.fixing(path), pytest.raises(InputError, match="being fixed in place"):
-        verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+        verify_batch_sync(
+            [path], SPEC, options=BatchOptions(backend=backend(server), seed=1, in_place=True)
+        )
     assert path.read_text(encoding="utf-8") == original
     assert server.requests == []  # refused before anything was spent
     # A fixed item is written under the file's lock: a run holding it stops the write.
@@ -125,7 +127,9 @@ def test_an_in_place_batch_meets_a_run_at_the_files_lock(stub_server, project, m
         real_replace(target, text)
 
     monkeypatch.setattr(batch_files, "replace_text", spy)
-    result = verify_batch_sync([path], SPEC, backend=backend(server), seed=1, in_place=True)
+    result = verify_batch_sync(
+        [path], SPEC, options=BatchOptions(backend=backend(server), seed=1, in_place=True)
+    )
     assert result.verdict == "ACCEPTED" and "BAD-" not in path.read_text(encoding="utf-8")
     assert True in taken
 

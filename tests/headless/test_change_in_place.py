@@ -155,11 +155,13 @@ def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys
     with pytest.raises(BackendError):
         verify_sync(
             SPEC,
-            against_diff="HEAD",
-            backend=FailsOnTheFix(),
-            max_fixes=1,
-            in_place=True,
-            resumable=True,
+            options=VerifyOptions(
+                against_diff="HEAD",
+                backend=FailsOnTheFix(),
+                max_fixes=1,
+                in_place=True,
+                resumable=True,
+            ),
         )
     (run_id,) = runs.list_run_ids()
     assert main(["runs", "--json"]) == 0
@@ -177,11 +179,15 @@ def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys
 def test_a_changed_file_that_is_not_utf8_is_a_usage_error(repo: Path) -> None:
     (repo / "docs" / "README.md").write_bytes(b"caf\xe9 Released in 1999.\n")
     with pytest.raises(InputError, match=r"docs/README\.md is not UTF-8 text"):
-        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        verify_sync(
+            SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        )
     (repo / "docs" / "README.md").write_text(README_NEW, encoding="utf-8")
     (repo / "notes.txt").write_bytes(b"\xff\xfe untracked\n")
     with pytest.raises(InputError, match=r"notes\.txt is not UTF-8 text"):
-        verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        verify_sync(
+            SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+        )
 
 
 def test_a_write_cut_short_is_not_part_of_the_change(repo: Path) -> None:
@@ -198,16 +204,20 @@ def test_closing_a_stale_change_keeps_what_a_later_run_reviewed(repo: Path, caps
     with pytest.raises(BackendError):
         verify_sync(
             SPEC,
-            against_diff="HEAD",
-            backend=FailsOnTheFix(),
-            max_fixes=1,
-            in_place=True,
-            resumable=True,
+            options=VerifyOptions(
+                against_diff="HEAD",
+                backend=FailsOnTheFix(),
+                max_fixes=1,
+                in_place=True,
+                resumable=True,
+            ),
         )
     (old,) = runs.list_run_ids()
     fixed = {p: p.read_bytes() for p in (repo / "app.py", repo / "docs" / "README.md")}
     assert b"hello" in fixed[repo / "app.py"]  # the unreviewed fixes are in place
-    later = verify_sync(SPEC, against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    later = verify_sync(
+        SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    )
     assert later.verdict == "NICE"  # a later run reviewed the fixed checkout
     assert main(["log", "escalate", "--run", old]) == 0
     capsys.readouterr()

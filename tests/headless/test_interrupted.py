@@ -152,7 +152,7 @@ def test_closing_a_stale_run_keeps_the_text_a_later_run_verified(project, target
     (old,) = runs.list_run_ids()
     assert target.read_text(encoding="utf-8") == FIXED  # no reviewer saw it yet
     # A new run on the file reviews that text and ships it.
-    shipped = verify_sync(SPEC, target, backend=Scripted(), in_place=True)
+    shipped = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert shipped.verdict == "NICE" and target.read_text(encoding="utf-8") == FIXED
     row = _rows(capsys)[old]
     assert row["outcome"] == "interrupted" and row["unreviewed_fix"] is None

@@ -118,7 +118,7 @@ def test_a_crlf_file_is_verified_fixed_and_put_back_byte_for_byte(project, targe
 
 def test_a_crlf_spec_is_reviewed_and_fixed_as_written(project, target):
     spec = "The README names the current year.\r\nIt says MIT.\r\n"
-    result = verify_sync(spec, target, backend=Scripted(), in_place=True)
+    result = verify_sync(spec, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert result.verdict == "NICE", result.reasons
     assert (runs.run_dir(result.run_id) / "spec.md").read_bytes() == spec.encode("utf-8")
     assert target.read_text(encoding="utf-8") == FIXED
