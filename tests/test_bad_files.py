@@ -297,3 +297,11 @@ def test_rubric_lint_names_a_bad_link_without_an_extension(project: Path, capsys
     sentence = one_sentence(capsys, main(["rubric", "lint", "myrubric"]))
     expected = "symlink loop" if kind == "loop" else "broken symlink"
     assert expected in sentence and "rubric name" not in sentence
+
+
+def test_a_project_rubric_that_is_not_a_file_is_named_as_such(project: Path, capsys) -> None:
+    folder = project / ".santa" / "rubrics"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(folder / "mine.yaml")
+    sentence = one_sentence(capsys, main(["gate", "b.json", "c.json", "--rubric", "mine"]))
+    assert "FIFO" in sentence and "unknown rubric" not in sentence

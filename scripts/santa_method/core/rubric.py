@@ -418,6 +418,8 @@ class _Resolver:
             for suffix in SUFFIXES:
                 candidate = folder / f"{ref}{suffix}"
                 if not candidate.is_file():
+                    if os.path.lexists(candidate):  # there, but a FIFO, a folder, a loop...
+                        check_file(candidate, "rubric", MAX_RUBRIC_BYTES)
                     continue
                 resolved = candidate.resolve()
                 if resolved == exclude:
