@@ -305,3 +305,13 @@ def test_a_project_rubric_that_is_not_a_file_is_named_as_such(project: Path, cap
     os.mkfifo(folder / "mine.yaml")
     sentence = one_sentence(capsys, main(["gate", "b.json", "c.json", "--rubric", "mine"]))
     assert "FIFO" in sentence and "unknown rubric" not in sentence
+
+
+def test_rubric_lint_by_name_names_a_project_rubric_that_is_not_a_file(
+    project: Path, capsys
+) -> None:
+    folder = project / ".santa" / "rubrics"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(folder / "mine.yaml")
+    sentence = one_sentence(capsys, main(["rubric", "lint", "mine"]))
+    assert "FIFO" in sentence and "no such file" not in sentence

@@ -736,3 +736,23 @@ def test_a_fixer_answering_prose_is_asked_once_more_then_its_item_escalates(stub
     assert kinds == {"item-0000": "fixed", "item-0001": "passed", "item-0002": "escalated"}
     assert len(server.requests_for(FIXER)) == 4
     assert result.verdict == "ESCALATED"
+
+
+def test_an_in_place_batch_does_not_write_over_a_file_changed_since_it_read_it(project):
+    from .scripted import Scripted
+
+    path = project / "README.md"
+    path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
+    shipped = "# Tool\n\nReleased in 2030.\n\n## License\nMIT\n"
+
+    class Meanwhile(Scripted):
+        async def fix(self, request):  # type: ignore[no-untyped-def]
+            # Another run fixes the file and ships while the batch's fixer works.
+            path.write_text(shipped, encoding="utf-8")
+            return await super().fix(request)
+
+    with pytest.raises(InputError, match="was changed since the batch read it"):
+        verify_batch_sync(
+            [path], SPEC, options=BatchOptions(backend=Meanwhile(), in_place=True, rate=1.0)
+        )
+    assert path.read_text(encoding="utf-8") == shipped

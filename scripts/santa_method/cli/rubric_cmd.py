@@ -158,4 +158,11 @@ def _named_file(name: str) -> Path:
     for info in list_rubrics(_search_dirs()):
         if info.name == name:
             return info.path
+    from santa_method.core.files import MAX_RUBRIC_BYTES, check_file
+    from santa_method.core.rubric import SUFFIXES
+
+    for folder in _search_dirs():  # there, but not a file: say what it is
+        for suffix in SUFFIXES:
+            if os.path.lexists(candidate := os.path.join(folder, name + suffix)):
+                check_file(candidate, "rubric", MAX_RUBRIC_BYTES)
     raise InputError(f"cannot read rubric '{name}': no such file or rubric name")

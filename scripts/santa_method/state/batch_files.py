@@ -260,11 +260,25 @@ class ItemStore:
     def write(self, item_id: str, text: str) -> str:
         """Store a new text for the item; returns where it is."""
         item = self.items[item_id]
-        self.known(item_id, text)
         if item.path is not None and self.in_place:
             with locks.fixing(item.path):
+                # Written only over the text the batch knows: a run that shipped
+                # a fix of the file meanwhile (or an editor) must not be undone.
+                expected = next(e["sha256"] for e in self.state["items"] if e["id"] == item_id)
+                try:
+                    now = run_store.sha256(read_exact(item.path))
+                except (OSError, UnicodeDecodeError):
+                    now = None
+                if expected is not None and now != expected:
+                    raise InputError(
+                        f"'{item.path}' was changed since the batch read it (by another run "
+                        "or an editor); the batch does not write over it: check the file, then "
+                        "run the batch again"
+                    )
                 replace_text(Path(item.path), text)
+            self.known(item_id, text)
             return item.path
+        self.known(item_id, text)
         index = self.order.index(item_id)
         name = Path(item.path).name if item.path else "item.txt"
         path = self.folder / "work" / f"{index:06d}-{name}"
