@@ -447,3 +447,18 @@ def test_a_url_encoded_key_is_judged_decoded() -> None:
     assert "QWxhZGRpbjpvcGVu" not in shown and shown.endswith("sig=[REDACTED:High Entropy Token]")
     words = "My%20Documents/Some%20File%20Name%20Longer%20Than%20Needed.pdf"
     assert redact_text(words) == words
+
+
+def test_one_case_keys_are_not_taken_for_names() -> None:
+    """Capitals and digits, or small letters and digits, are no CamelCase:
+    such keys are judged by their entropy, as before names were kept."""
+    from santa_method.state.redact import _is_name
+
+    rng = random.Random(13)
+    for alphabet in (
+        string.ascii_lowercase + string.digits,
+        string.ascii_uppercase + string.digits,
+        string.ascii_lowercase,
+    ):
+        for _ in range(300):
+            assert not _is_name("".join(rng.choice(alphabet) for _ in range(32)))

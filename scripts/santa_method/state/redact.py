@@ -244,9 +244,10 @@ def _percent_tokens(text: str) -> Iterator[tuple[int, int]]:
 
 def _is_name(token: str) -> bool:
     """Whether the whole token is one name in CamelCase: every word holds a
-    vowel (as written words do and random letters mostly do not), acronyms
-    are short, numbers are short. Any separator makes it something else."""
-    at = 0
+    vowel (as written words do and random letters mostly do not), words
+    make at least half of it, acronyms and numbers are short. Any separator
+    makes it something else."""
+    at = words = 0
     for hump in _HUMP.finditer(token):
         if hump.start() != at:
             return False
@@ -254,10 +255,13 @@ def _is_name(token: str) -> bool:
         if word[-1].islower():
             if not _VOWELS.intersection(word):
                 return False
+            words += len(word)
         elif len(word) > (4 if word[0].isdigit() else 5):
             return False
         at = hump.end()
-    return at == len(token)
+    # Humps need a capital, and words make most of a name: random lower-case
+    # letters and digits, or capitals and digits, are no CamelCase.
+    return at == len(token) and words * 2 >= len(token) and not token.islower()
 
 
 def _is_random(token: str) -> bool:
