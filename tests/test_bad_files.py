@@ -315,3 +315,11 @@ def test_rubric_lint_by_name_names_a_project_rubric_that_is_not_a_file(
     os.mkfifo(folder / "mine.yaml")
     sentence = one_sentence(capsys, main(["rubric", "lint", "mine"]))
     assert "FIFO" in sentence and "no such file" not in sentence
+
+
+def test_rubric_show_names_a_symlink_loop_given_by_a_bare_name(project: Path, capsys) -> None:
+    (project / "loopy").symlink_to(project / "loopy")
+    sentence = one_sentence(capsys, main(["rubric", "show", "loopy"]))
+    assert "symlink loop" in sentence and "unknown rubric" not in sentence
+    # A plain typo still lists the rubrics there are.
+    assert "known rubrics" in one_sentence(capsys, main(["rubric", "show", "nosuch"]))

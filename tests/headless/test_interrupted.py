@@ -139,6 +139,9 @@ def test_a_run_killed_after_its_fix_holds_an_unreviewed_fix(project, target, cap
     assert row["outcome"] == "interrupted" and row["unreviewed_fix"] == str(kept)
     assert main(["runs"]) == 0
     assert "holds a fix no round reviewed yet" in capsys.readouterr().out
+    assert main(["runs", "show", run_id]) == 0  # what to do, not a reviewer's instruction
+    shown = capsys.readouterr().out
+    assert f"santa run --resume {run_id}" in shown and "give each reviewer" not in shown
     # Closing it puts the file back to what round 1 reviewed.
     assert main(["log", "escalate", "--run", run_id]) == 0
     capsys.readouterr()

@@ -46,14 +46,27 @@ def _warn(warnings: list[str]) -> None:
 
 def _print_open_round(run_id: str) -> None:
     """The open round's instruction, again: a reviewer refused for a changed
-    prompt is spawned again with exactly this text."""
+    prompt is spawned again with exactly this text. A headless run whose
+    process is gone has no reviewer waiting: what to do with it instead."""
     from santa_method.core.errors import SantaError
     from santa_method.state import runs
+    from santa_method.state.standing import annotate
 
     try:
         info = runs.describe(run_id)
+        state = runs.load(run_id)
     except (SantaError, OSError, KeyError, ValueError):
         return  # the run's folder is gone or unreadable: the log is all there is
+    row = {
+        "run_id": run_id,
+        "outcome": state["status"],
+        "source": state.get("source"),
+        "target": runs.target_name(state["target"]),
+    }
+    if (standing := annotate(row))["outcome"] == "interrupted":
+        # No reviewer is waiting for an instruction: its process is gone.
+        echo(_interrupted_line(standing))
+        return
     if info["instruction"]:
         echo(f"round {info['round']} is open; give each reviewer exactly this instruction:")
         echo(info["instruction"])

@@ -429,6 +429,9 @@ class _Resolver:
                     self.labels.setdefault(str(resolved), f"'{ref}'")
                 return resolved
         hint = " (a rubric cannot extend itself)" if skipped_self else ""
+        if not skipped_self and (os.path.islink(ref) or path_kind(ref) == "other"):
+            # A link or a FIFO by that name here: say what is wrong with it.
+            check_file(ref, "rubric", MAX_RUBRIC_BYTES)
         known = ", ".join(self.known_names()) or "none"
         raise InputError(f"unknown rubric '{ref}'{hint}; known rubrics: {known}")
 
