@@ -149,9 +149,9 @@ def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -
     assert "Released in 2024." in readme.read_text(encoding="utf-8")
 
 
-def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys) -> None:
-    from santa_method.cli import main
-
+def _interrupted_change() -> None:
+    """A resumable change whose fixes are written and whose review then fails:
+    it stays open, its process gone, its files holding unreviewed fixes."""
     with pytest.raises(BackendError):
         verify_sync(
             SPEC,
@@ -163,6 +163,12 @@ def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys
                 resumable=True,
             ),
         )
+
+
+def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys) -> None:
+    from santa_method.cli import main
+
+    _interrupted_change()
     (run_id,) = runs.list_run_ids()
     assert main(["runs", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
@@ -201,17 +207,7 @@ def test_a_write_cut_short_is_not_part_of_the_change(repo: Path) -> None:
 def test_closing_a_stale_change_keeps_what_a_later_run_reviewed(repo: Path, capsys) -> None:
     from santa_method.cli import main
 
-    with pytest.raises(BackendError):
-        verify_sync(
-            SPEC,
-            options=VerifyOptions(
-                against_diff="HEAD",
-                backend=FailsOnTheFix(),
-                max_fixes=1,
-                in_place=True,
-                resumable=True,
-            ),
-        )
+    _interrupted_change()
     (old,) = runs.list_run_ids()
     fixed = {p: p.read_bytes() for p in (repo / "app.py", repo / "docs" / "README.md")}
     assert b"hello" in fixed[repo / "app.py"]  # the unreviewed fixes are in place
