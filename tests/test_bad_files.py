@@ -323,3 +323,19 @@ def test_rubric_show_names_a_symlink_loop_given_by_a_bare_name(project: Path, ca
     assert "symlink loop" in sentence and "unknown rubric" not in sentence
     # A plain typo still lists the rubrics there are.
     assert "known rubrics" in one_sentence(capsys, main(["rubric", "show", "nosuch"]))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "loop"])
+def test_a_log_to_write_that_is_not_a_file_is_refused_before_anything_runs(
+    project: Path, capsys, kind: str
+) -> None:
+    log = project / "log.jsonl"
+    if kind == "fifo":
+        os.mkfifo(log)
+    elif kind == "dir":
+        log.mkdir()
+    else:
+        log.symlink_to(log)
+    code = main(["round", "start", "--against", "out.md", "--spec-text", "x", "--log", str(log)])
+    assert "log" in one_sentence(capsys, code)
+    assert not (project / ".santa" / "runs").exists()

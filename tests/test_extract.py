@@ -210,3 +210,16 @@ def test_a_non_object_json_value_is_not_a_review() -> None:
 @pytest.mark.parametrize("tail", ["{", "{\n", "{  \n\t", '{"', '{"verdict": "FAIL"'])
 def test_a_reply_cut_right_after_a_new_brace_is_truncated(tail: str) -> None:
     assert "truncated" in _bad(PASS_TEXT + "\nUpdated review:\n" + tail)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "{'verdict': 'FAIL', 'checks': [{'criterion': 'completeness', 'result': 'FAIL'}]}",
+        "verdict: FAIL\nchecks:\n  - criterion: completeness\n    result: FAIL",
+    ],
+    ids=["python-dict", "yaml"],
+)
+def test_a_fail_written_in_another_notation_before_a_pass_is_ambiguous(first: str) -> None:
+    error = _bad(f"Draft:\n{first}\nFinal:\n{PASS_TEXT}\n")
+    assert "more than one review" in error and "disagree" in error

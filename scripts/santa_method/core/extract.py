@@ -240,14 +240,21 @@ def extract_verdict_object(reply: str) -> Extracted:
 # A verdict key written as JSON anywhere in the reply (not escaped inside a
 # string): reviews nested in other objects, in arrays or in broken JSON are
 # never extracted, yet one that disagrees still makes the reply ambiguous.
-_ANY_VERDICT = re.compile(r'(?<!\\)"verdict"\s*:\s*"([^"\\]*)"')
+# JSON, and the same review written as a Python dict or YAML (`'verdict': 'FAIL'`,
+# `verdict: FAIL`): any of them next to a review that disagrees makes the reply ambiguous.
+_ANY_VERDICT = re.compile(
+    r'(?<!\\)"verdict"\s*:\s*"([^"\\]*)"'
+    r"|(?<![\w\\])'?verdict'?\s*:\s*'?(PASS|FAIL)\b",
+    re.IGNORECASE,
+)
 
 
 def _other_verdicts(value: dict[str, Any], text: str) -> str | None:
     if "verdict" not in value:
         return None  # not a review at all: the schema says what is missing
     final = str(value["verdict"]).strip().upper()
-    others = {v.strip().upper() for v in _ANY_VERDICT.findall(text)} - {final}
+    found = (a or b for a, b in _ANY_VERDICT.findall(text))
+    others = {v.strip().upper() for v in found} - {final}
     if not others:
         return None
     return (

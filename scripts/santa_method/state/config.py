@@ -223,15 +223,29 @@ def resolve_log_path(
     project_root: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Which log a command uses: `--log`, else `SANTA_LOG`, else the config's `log`,
-    else `.santa/log.jsonl`. One rule, so every command reads the log the others write."""
+    else `.santa/log.jsonl`. One rule, so every command reads the log the others write.
+
+    A log that is there must be a regular file (a FIFO, a folder or a
+    symlink loop is a usage error before anything runs): records appended
+    to anything else would be lost."""
     if cli_log is not None and str(cli_log) != "":
-        return Path(cli_log)
+        return _usable_log(Path(cli_log))
     env = os.environ.get("SANTA_LOG")
     if env:
-        return Path(env)
+        return _usable_log(Path(env))
     configured = load_config(project_root).log
     if configured is not None:
-        return configured
+        return _usable_log(configured)
     if project_root is not None:
-        return Path(project_root) / ".santa" / "log.jsonl"
-    return paths.default_log_path()
+        return _usable_log(Path(project_root) / ".santa" / "log.jsonl")
+    return _usable_log(paths.default_log_path())
+
+
+def _usable_log(path: Path) -> Path:
+    import sys
+
+    from santa_method.core.files import check_file
+
+    if os.path.lexists(path):
+        check_file(path, "the log", sys.maxsize)  # the log has no size ceiling
+    return path
