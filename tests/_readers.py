@@ -37,6 +37,15 @@ READERS: dict[str, list[str]] = {
     "sample exclude": ["sample", "items.jsonl", "--exclude", "{}"],
     "batch items": ["batch", "{}", "--spec-text", "x"],
     "batch spec": ["batch", "items.jsonl", "--spec", "{}"],
+    "batch rubric": ["batch", "items.jsonl", "--spec-text", "x", "--rubric", "{}"],
+    "batch exclude": ["batch", "items.jsonl", "--spec-text", "x", "--exclude", "{}"],
+    "batch plan items": ["batch", "plan", "{}", "--spec-text", "x"],
+    "batch plan spec": ["batch", "plan", "items.jsonl", "--spec", "{}"],
+    "batch plan rubric": ["batch", "plan", "items.jsonl", "--spec-text", "x", "--rubric", "{}"],
+    "batch plan exclude": ["batch", "plan", "items.jsonl", "--spec-text", "x", "--exclude", "{}"],
+    "validate rubric": ["validate", "b.json", "--rubric", "{}"],
+    "validate output": ["validate", "b.json", "--against", "{}"],
+    "rubric show": ["rubric", "show", "{}"],
     "init settings": ["init", "."],
 }
 
@@ -53,9 +62,22 @@ def place(project: Path, name: str, default: str) -> Path:
     return target
 
 
-#: Commands that read a log the user names with --log.
+#: Commands that read, or append to, a log the user names with --log.
 LOG_READERS: dict[str, list[str]] = {
     "metrics log": ["metrics", "--log", "{}"],
+    "round start log": ["round", "start", "--against", "out.md", "--spec-text", "x", "--log", "{}"],
+    "run log": ["run", "--against", "out.md", "--spec-text", "x", "--log", "{}"],
+    "batch log": ["batch", "items.jsonl", "--spec-text", "x", "--log", "{}"],
+    "log generate log": [
+        "log",
+        "generate",
+        "--run",
+        "r1",
+        "--log",
+        "{}",
+        "--data",
+        '{"tokens": 1}',
+    ],
     "runs log": ["runs", "--log", "{}"],
     "runs show log": ["runs", "show", "r1", "--log", "{}"],
     "view log": ["view", "--log", "{}", "--out", "page.html"],

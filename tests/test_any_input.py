@@ -1,9 +1,10 @@
 """Property: whatever bytes a user's file holds, every command that reads it
 ends in a verdict or a usage error, never a crash or a hang (issue 11).
 
-Each reader of `_readers` (rubric lint, gate, validate, round start, run,
-sample, batch, init's settings.json, the config, `log generate --data`, and the commands that read
-a log named with --log) is fed arbitrary bytes, arbitrary text, JSON and
+Each reader of `_readers` (rubric lint and show, gate, validate, round start,
+run, sample, batch and batch plan, init's settings.json, the config, `log
+generate --data`, the commands that read or append to a log named with
+--log, and those that go on with an open run whose log changed) is fed arbitrary bytes, arbitrary text, JSON and
 YAML of any shape, deep nesting (up to 200,000 levels) and valid files with
 bytes broken into them. The invariant, stated without the code under test:
 exit 0, 1 or 2; nothing on stderr but santa's own sentences (no traceback,
@@ -191,5 +192,39 @@ def test_any_text_as_log_data_ends_in_an_answer(user_files: Path, capsys) -> Non
     @example(data=SEEN[1].decode(), event="waive")
     def check(data: str, event: str) -> None:
         _answers(["log", event, "--run", "r1", f"--data={data}"], capsys)
+
+    check()
+
+
+#: Commands that go on with an open run, which reads or appends to the run's
+#: own log (`{}`: the run's id; `--log` names the same file, as it may).
+_WITH_A_RUN = (
+    ["gate", "--run", "{}"],
+    ["gate", "--run", "{}", "--log", "run-log.jsonl"],
+    ["log", "generate", "--run", "{}", "--data", '{"tokens": 1}'],
+    ["log", "fix", "--run", "{}", "--data", '{"notes": "x"}'],
+    ["log", "ship", "--run", "{}"],
+    ["log", "escalate", "--run", "{}", "--log", "run-log.jsonl"],
+    ["round", "start", "--run", "{}", "--log", "run-log.jsonl"],
+    ["runs", "show", "{}"],
+)
+
+
+def test_any_bytes_in_an_open_runs_log_end_in_an_answer(user_files: Path, capsys) -> None:
+    """A run's log changed under it (an editor, a bad merge) between its steps."""
+    log = user_files / "run-log.jsonl"
+
+    @SETTINGS
+    @given(content=CONTENT, args=st.sampled_from(_WITH_A_RUN))
+    @example(content=SEEN[0], args=_WITH_A_RUN[0])
+    @example(content=SEEN[1], args=_WITH_A_RUN[2])
+    @example(content=SEEN[2], args=_WITH_A_RUN[5])
+    def check(content: bytes, args: list[str]) -> None:
+        log.unlink(missing_ok=True)
+        opened = ["round", "start", "--against", "out.md", "--spec-text", "x"]
+        assert _call([*opened, "--log", str(log), "--json"]) == 0
+        run_id = json.loads(capsys.readouterr().out)["run_id"]
+        log.write_bytes(content)
+        _answers([run_id if a == "{}" else a for a in args], capsys)
 
     check()

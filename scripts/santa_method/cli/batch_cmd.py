@@ -355,7 +355,7 @@ class _Progress:
 
 def run(args: argparse.Namespace) -> int:
     from santa_method.headless.batch import BatchOptions, verify_batch_sync
-    from santa_method.state.config import load_config
+    from santa_method.state.config import load_config, resolve_log_path
     from santa_method.state.paths import project_root
 
     _check(args)
@@ -391,9 +391,7 @@ def run(args: argparse.Namespace) -> int:
                 timeout=args.timeout,
                 in_place=args.in_place,
                 resume=args.resume,
-                log=args.log
-                or os.environ.get("SANTA_LOG")
-                or (str(config.log) if config.log else None),
+                log=str(resolve_log_path(args.log)),
                 field_name=args.field,
                 systemic_min=args.systemic_min,
                 systemic_share=args.systemic_share,

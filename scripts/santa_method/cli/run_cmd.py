@@ -205,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
 
     from santa_method.headless.loop import verify_sync
     from santa_method.headless.options import VerifyOptions
-    from santa_method.state.config import load_config
+    from santa_method.state.config import load_config, resolve_log_path
     from santa_method.state.paths import project_root
 
     if args.resume is not None:
@@ -222,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
         read_text(path, "output")  # unreadable, not a file, too big: exit 2 before anything runs
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
+    log = resolve_log_path(args.log)  # a log that is not a file: exit 2 before the backend
     models = models_option(args.models, config.models)
     view = _LiveView(args.quiet)
     result = verify_sync(
@@ -239,9 +240,7 @@ def run(args: argparse.Namespace) -> int:
             cache_warm=args.cache_warm,
             pre_check=args.pre_check if args.pre_check is not None else config.pre_check,
             in_place=args.in_place,
-            log=args.log
-            or os.environ.get("SANTA_LOG")
-            or (str(config.log) if config.log else None),
+            log=str(log),
             on_event=view,
         ),
     )
