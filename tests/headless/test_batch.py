@@ -177,7 +177,7 @@ def test_a_systemic_pattern_is_found_screened_fixed_and_resampled(stub_server, p
     assert data["systemic"] == ["completeness"]
     # Two samples drawn: the guarantee counts both chances to miss (union bound).
     miss = sum(
-        1 - w["plan"]["detection_probability"] for w in batches.load(result.batch_id)["waves"]
+        1 - (w.plan.detection_probability or 0.0) for w in batches.load(result.batch_id).waves
     )
     assert "over the 2 samples drawn" in data["guarantee"]
     assert f"at least {int(max(0.0, 1 - miss) * 1000 + 1e-9) / 10:g} %" in data["guarantee"]
@@ -188,7 +188,7 @@ def test_a_systemic_pattern_is_found_screened_fixed_and_resampled(stub_server, p
 
 def _wave_items(result: Any, number: int) -> list[str]:
     state = batches.load(result.batch_id)
-    return state["waves"][number - 1]["items"]
+    return state.waves[number - 1].items
 
 
 def test_isolated_failures_without_resamples_escalate(stub_server, project):
@@ -268,8 +268,8 @@ def test_a_backend_failure_leaves_the_batch_and_its_runs_resumable(stub_server, 
         run_batch(failing, values, concurrency=5)
     (batch_id,) = batches.list_ids()
     state = batches.load(batch_id)
-    assert state["status"] == "open"
-    running = set(state["waves"][0]["running"].values())
+    assert state.status == "open"
+    running = set(state.waves[0].running.values())
     assert running  # runs were opened and are left open, not escalated
     server = stub_server(SCRIPT)
     result = run_batch(server, values, resume=True, concurrency=5)
@@ -395,8 +395,8 @@ def test_anthropic_batch_resumes_the_same_message_batch_after_an_interruption(st
 
     batch_id = asyncio.run(interrupted())
     state = batches.load(batch_id)
-    assert state["status"] == "open"
-    running = dict(state["waves"][0]["running"])
+    assert state.status == "open"
+    running = dict(state.waves[0].running)
     assert len(running) == 4  # every item's run is open, mid-round
     kept = json.loads((batches.batch_dir(batch_id) / "message-batches.json").read_text())
     (message_batch,) = kept["batches"]

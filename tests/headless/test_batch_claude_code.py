@@ -94,17 +94,18 @@ def test_a_systemic_pattern_is_screened_with_a_narrow_rubric(stub_server, projec
     assert code == 0
     done = drive(server, capsys, view)
     state = batches.load(done["batch_id"])
-    first = state["waves"][0]
-    assert first["screening"] == ["completeness"]
-    screens = first["screens"]["completeness"]
-    assert screens and all(s["result"] in ("clean", "flagged") for s in screens.values())
-    assert {i for i, s in screens.items() if s["fixed"]} == {
+    first = state.waves[0]
+    assert first.screening == ["completeness"]
+    screens = first.screens["completeness"]
+    assert screens and all(s.result in ("clean", "flagged") for s in screens.values())
+    assert {i for i, s in screens.items() if s.fixed} == {
         i for i in screens if int(i.rsplit("-", 1)[1]) % 2 == 0
     }
-    rubric = Path(state["screen_rubrics"]["completeness"]["path"]).read_text()
+    assert state.screen_rubrics is not None
+    rubric = Path(state.screen_rubrics["completeness"].path).read_text()
     assert "id: completeness" in rubric and "factual-accuracy" not in rubric
     assert done["next"]["verdict"] == "ACCEPTED"
-    fixed = Path(state["waves"][-1]["plan"]["items"] and done["next"]["report"]).parent
+    fixed = Path(done["next"]["report"]).parent
     lines = (fixed / "fixed.jsonl").read_text().splitlines()
     assert len(lines) == 16 and not any(MARK.search(json.loads(x)["output"]) for x in lines)
     assert MARK.search(items.read_text())  # the user's JSONL is untouched
@@ -347,8 +348,8 @@ def test_two_systemic_criteria_are_screened_one_after_the_other(stub_server, pro
     assert code == 0
     done = drive(server, capsys, view)
     state = batches.load(done["batch_id"])
-    assert state["waves"][0]["screening"] == ["completeness", "compliance"]
-    assert set(state["waves"][0]["screens"]) == {"completeness", "compliance"}
+    assert state.waves[0].screening == ["completeness", "compliance"]
+    assert set(state.waves[0].screens) == {"completeness", "compliance"}
     assert done["next"]["step"] == "done"
 
 
@@ -363,7 +364,7 @@ def test_an_interruption_before_the_verdict_is_recovered_by_status(
         batches.Book, "finish", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
     )
     assert main(["batch", "record", batch_id, "--item", item["id"], "--run", run_id]) == 130
-    assert batches.load(batch_id)["status"] == "open"  # decided, verdict never written
+    assert batches.load(batch_id).status == "open"  # decided, verdict never written
     capsys.readouterr()
     monkeypatch.setattr(batches.Book, "finish", finish)
     code, view = santa(capsys, "batch", "status", batch_id)
@@ -399,8 +400,9 @@ def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server
     view = _to_screening(server, project, capsys)
     item = view["next"]["items"][0]
     state = batches.load(view["batch_id"])
-    rubric = state["screen_rubrics"]["completeness"]["hash"]
-    since = state["waves"][0]["screening_since"]
+    assert state.screen_rubrics is not None and state.waves[0].screening_since is not None
+    rubric = state.screen_rubrics["completeness"].hash
+    since = state.waves[0].screening_since
 
     def unfixed_run() -> str:  # reviews the item and leaves it as it is
         words = shlex.split(item["command"])
@@ -441,7 +443,8 @@ def test_an_interruption_between_a_resample_and_its_draw_is_recovered(
             break
         view = json.loads(out)
     state = batches.load(batch_id)
-    assert state["waves"][-1]["decision"]["step"] == "resample" and len(state["waves"]) == 1
+    decision = state.waves[-1].decision
+    assert decision is not None and decision.step == "resample" and len(state.waves) == 1
     monkeypatch.setattr(batches.Book, "draw", draw)
     code, view = santa(capsys, "batch", "status", batch_id)
     assert code == 0 and view["next"]["step"] == "verify" and len(view["waves"]) == 2

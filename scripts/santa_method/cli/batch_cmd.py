@@ -452,6 +452,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from santa_method.claude_code import batch as cc
     from santa_method.core.rubric import load_rubric
     from santa_method.state.config import load_config
+    from santa_method.state.model import BatchOptionsRecord
     from santa_method.state.paths import project_root, project_rubrics_dir
 
     _check(args)
@@ -468,20 +469,20 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     items = _items(args)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
-    options = {
-        "rate": args.rate,
-        "minimum": args.minimum,
-        "prevalence": args.prevalence,
-        "confidence": args.confidence,
-        "stratified": args.strata is not None,
-        "exclude": sorted(_exclusions(args)),
-        "max_resamples": args.max_resamples,
-        "rubric": rubric.to_json(),
-        "field": args.field,
-        "systemic_min": args.systemic_min,
-        "systemic_share": args.systemic_share,
-        "in_place": True,
-    }
+    options = BatchOptionsRecord(
+        rate=args.rate,
+        minimum=args.minimum,
+        prevalence=args.prevalence,
+        confidence=args.confidence,
+        stratified=args.strata is not None,
+        exclude=sorted(_exclusions(args)),
+        max_resamples=args.max_resamples,
+        rubric=rubric.to_json(),
+        field=args.field,
+        systemic_min=args.systemic_min,
+        systemic_share=args.systemic_share,
+        in_place=True,
+    )
     view = cc.plan(items, _spec(args), rubric_ref=ref, rubric=rubric, options=options, seed=seed)
     _print_view(view, args.json)
     return 0

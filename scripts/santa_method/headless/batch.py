@@ -39,6 +39,7 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import resolve_backend
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
+from santa_method.state.model import BatchOptionsRecord, BatchState, HeadlessBatchOptions
 
 __all__ = ["BatchItem", "BatchOptions", "BatchResult", "verify_batch", "verify_batch_sync"]
 
@@ -175,27 +176,28 @@ async def _verify_batch(
         else load_rubric(rubric, search_dirs=(project_rubrics_dir(),))
     )
     assert resolved is not None
-    options = {
-        "rate": rate,
-        "minimum": minimum,
-        "prevalence": prevalence,
-        "confidence": confidence,
-        "stratified": stratified,
-        "exclude": sorted(exclude),
-        "max_fixes": max_fixes,
-        "max_resamples": max_resamples,
-        "reviewers": reviewers,
-        "models": list(models) if models else None,
-        "rubric": resolved.to_json(),
-        "field": field_name,
-        "systemic_min": systemic_min,
-        "systemic_share": systemic_share,
-        "backend": name,
-        "in_place": in_place,
-        "max_cost_usd": max_cost_usd,
-    }
-    if seed is not None:
-        options["seed"] = seed
+    options = BatchOptionsRecord(
+        rate=rate,
+        minimum=minimum,
+        prevalence=prevalence,
+        confidence=confidence,
+        stratified=stratified,
+        exclude=sorted(exclude),
+        max_resamples=max_resamples,
+        rubric=resolved.to_json(),
+        field=field_name,
+        systemic_min=systemic_min,
+        systemic_share=systemic_share,
+        in_place=in_place,
+        headless=HeadlessBatchOptions(
+            max_fixes=max_fixes,
+            reviewers=reviewers,
+            models=list(models) if models else None,
+            backend=name,
+            max_cost_usd=max_cost_usd,
+        ),
+        seed=seed,
+    )
     await _require_backend(backend, name, backend_options or {})
     fingerprint = batches.fingerprint(checked, spec, options)
     warnings: list[str] = []
@@ -212,13 +214,13 @@ async def _verify_batch(
                 )
             held.enter_context(batches.held(batch_id))
             state = batches.load(batch_id)
-            if state.get("fingerprint") != fingerprint:
+            if state.fingerprint != fingerprint:
                 raise InputError(
                     f"batch {batch_id} was started with other items, spec or options; "
                     "resume it with exactly the same arguments"
                 )
-            if state.get("status") != "open":
-                raise InputError(f"batch {batch_id} is already finished ({state.get('status')})")
+            if state.status != "open":
+                raise InputError(f"batch {batch_id} is already finished ({state.status})")
         else:
             earlier = batches.find_resumable(fingerprint)
             if earlier:
@@ -233,7 +235,7 @@ async def _verify_batch(
                 mode="headless",
                 fingerprint_=fingerprint,
             )
-            held.enter_context(batches.held(state["id"]))
+            held.enter_context(batches.held(state.id))
             batches.first_draw(state, ItemStore(state, checked, field_name))
         return await _drive_batch(
             state,
@@ -267,7 +269,7 @@ async def _verify_batch(
 
 
 async def _drive_batch(
-    state: dict[str, Any],
+    state: BatchState,
     checked: list[BatchItem],
     spec: str,
     resolved: Rubric,
@@ -280,7 +282,7 @@ async def _drive_batch(
     warnings: list[str],
     on_event: EventHook | None,
 ) -> BatchResult:
-    folder = batches.batch_dir(state["id"])
+    folder = batches.batch_dir(state.id)
     owned = isinstance(backend, str)
     if backend == "anthropic-batch":
         from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
@@ -297,7 +299,7 @@ async def _drive_batch(
     runner.warnings.extend(warnings)
     runner.emit(
         "batch_start",
-        batch_id=state["id"],
+        batch_id=state.id,
         population=book.population(),
         resumed=resumed,
         backend=name,

@@ -37,6 +37,7 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import first_error, review_once
 from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
+from santa_method.state.model import ScreenFix, ScreenRecord, Wave
 
 
 @dataclass(frozen=True)
@@ -81,17 +82,17 @@ class BatchRun:
         self.spec = spec
         self.settings = settings
         self.on_event = on_event
-        self.tokens = Tokens(**self.state.get("tokens", {}))
+        self.tokens = Tokens(**self.state.tokens)
         self.reserved = 0.0
         # What jobs cost so far (a resumed batch starts from what it knows).
         self.costs: dict[str, list[float]] = {
             "item": [o.cost_usd for o in book.outcomes() if o.cost_usd is not None],
             "screen": [
-                e["cost_usd"] + (e.get("fix_cost_usd") or 0.0)
+                e.cost_usd + ((e.fix.cost_usd if e.fix is not None else None) or 0.0)
                 for w in book.waves
-                for by_item in w["screens"].values()
+                for by_item in w.screens.values()
                 for e in by_item.values()
-                if e.get("cost_usd") is not None
+                if e.cost_usd is not None
             ],
         }
         self.probes: dict[str, asyncio.Event] = {}
@@ -108,15 +109,15 @@ class BatchRun:
                 self.on_event(kind, data)
 
     def save(self) -> None:
-        self.state["tokens"] = {k: v for k, v in self.tokens.to_json().items() if k != "total"}
+        self.state.tokens = {k: v for k, v in self.tokens.to_json().items() if k != "total"}
         self.book.save()
 
     def spend(self, tokens: Tokens, cost: float | None) -> None:
         self.tokens = self.tokens + tokens
-        if cost is None or self.state["cost_usd"] is None:
-            self.state["cost_usd"] = None
+        if cost is None or self.state.cost_usd is None:
+            self.state.cost_usd = None
         else:
-            self.state["cost_usd"] = round(self.state["cost_usd"] + cost, 8)
+            self.state.cost_usd = round(self.state.cost_usd + cost, 8)
 
     async def run(self) -> BatchResult:
         concluded = self.book.concluded()
@@ -126,23 +127,23 @@ class BatchRun:
             wave = self.book.current() or self.book.draw()
             self.emit(
                 "wave_start",
-                number=wave["number"],
-                n=len(wave["items"]),
-                statement=wave["plan"]["statement"],
-                done=len(wave["outcomes"]),
+                number=wave.number,
+                n=len(wave.items),
+                statement=wave.plan.statement,
+                done=len(wave.outcomes),
             )
             await self.verify_wave(wave)
             decision = self.book.decide(wave)
             if decision.step == "screen" and not self.stop_reason:
                 await self.screen(wave, decision.criteria)
                 if not self.stop_reason:
-                    wave["screened"] = True
+                    wave.screened = True
                     decision = self.book.decide(wave)
             if self.stop_reason:
                 decision = batch_rules.Decision("escalate", reasons=(self.stop_reason,))
             self.save()
             self.book.conclude(wave, decision)
-            self.emit("decision", wave=wave["number"], **decision.to_json())
+            self.emit("decision", wave=wave.number, **decision.to_json())
             if decision.step != "resample":
                 return self.finish(decision)
 
@@ -168,7 +169,7 @@ class BatchRun:
         estimate = self.estimate(kind)
         if not self.stop_reason:
             self.stop_reason = budget.admission(
-                spent_usd=self.state["cost_usd"],
+                spent_usd=self.state.cost_usd,
                 reserved_usd=self.reserved,
                 estimate_usd=estimate,
                 budget_usd=limit,
@@ -202,7 +203,7 @@ class BatchRun:
         if limit is None:
             return None
         return budget.allowance(
-            spent_usd=self.state["cost_usd"],
+            spent_usd=self.state.cost_usd,
             reserved_usd=self.reserved,
             estimate_usd=estimate,
             budget_usd=limit,
@@ -223,13 +224,13 @@ class BatchRun:
         except BaseExceptionGroup as group:
             raise first_error(group) from None
 
-    async def verify_wave(self, wave: dict[str, Any]) -> None:
-        todo = [i for i in wave["items"] if i not in wave["outcomes"]]
+    async def verify_wave(self, wave: Wave) -> None:
+        todo = [i for i in wave.items if i not in wave.outcomes]
         await self.gather([self._item_job(wave, item) for item in todo])
 
-    def _item_job(self, wave: dict[str, Any], item: str) -> Callable[[], Any]:
+    def _item_job(self, wave: Wave, item: str) -> Callable[[], Any]:
         async def job() -> None:
-            ended = wave["running"].get(item)
+            ended = wave.running.get(item)
             if ended and runs.load(ended)["status"] != "open":
                 # Paid for already (before an interruption): count it, whatever the budget.
                 paid = self._record(
@@ -244,7 +245,7 @@ class BatchRun:
                 return
             estimate = await self.admit("item")
             if estimate is None:
-                wave["skipped"].append(item)
+                wave.skipped.append(item)
                 self.emit("item_skipped", item=item, reason=self.stop_reason)
                 return
             cost: float | None = None
@@ -255,22 +256,20 @@ class BatchRun:
 
         return job
 
-    async def _verify_item(
-        self, wave: dict[str, Any], item: str, left: float | None
-    ) -> float | None:
+    async def _verify_item(self, wave: Wave, item: str, left: float | None) -> float | None:
         text = self.store.text(item)
-        resume_run = wave["running"].get(item)
+        resume_run = wave.running.get(item)
 
         def seen(kind: str, data: dict[str, Any]) -> None:
             if kind == "run_start":
-                wave["running"][item] = data["run_id"]
+                wave.running[item] = data["run_id"]
                 self.save()
 
         self.emit("item_start", item=item)
         try:
             result = await self._verify(item, text, resume_run, left, seen)
         except BackendError as exc:
-            run_id = wave["running"].get(item)
+            run_id = wave.running.get(item)
             if exc.transient or run_id is None:
                 raise  # the batch stops, resumable; the run stays open
             # A call that fails the same way every time: its run was escalated,
@@ -283,9 +282,9 @@ class BatchRun:
             outcome = batch_rules.ItemOutcome(
                 item=item, run_id=None, status="escalated", reason=str(exc)
             )
-            wave["outcomes"][item] = outcome.to_json()
+            wave.outcomes[item] = outcome
             self.save()
-            batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+            batches.event(self.batch_id, "item", wave=wave.number, **outcome.to_json())
             self.emit("item_done", **outcome.to_json())
             return 0.0
         return self._record(
@@ -308,7 +307,7 @@ class BatchRun:
 
     def _record(
         self,
-        wave: dict[str, Any],
+        wave: Wave,
         item: str,
         text: str,
         run_id: str,
@@ -325,10 +324,10 @@ class BatchRun:
         output = read_exact(runs.load(run_id)["target"]["path"])
         if shipped and output != text:
             self.change(item, text, output, via="run", run_id=run_id)
-        wave["outcomes"][item] = outcome.to_json()
-        wave["running"].pop(item, None)
+        wave.outcomes[item] = outcome
+        wave.running.pop(item, None)
         self.save()
-        batches.event(self.batch_id, "item", wave=wave["number"], **outcome.to_json())
+        batches.event(self.batch_id, "item", wave=wave.number, **outcome.to_json())
         self.emit("item_done", **outcome.to_json())
         return outcome.cost_usd
 
@@ -357,14 +356,14 @@ class BatchRun:
 
     # -- screening ----------------------------------------------------------------
 
-    async def screen(self, wave: dict[str, Any], criteria: Sequence[str]) -> None:
+    async def screen(self, wave: Wave, criteria: Sequence[str]) -> None:
         from santa_method.core.rubric import render_markdown
 
         candidates = self.book.unverified()
         for criterion in criteria:
             chosen = next(c for c in self.rubric.criteria if c.id == criterion)
             narrow = Rubric(name=f"{self.rubric.name}:{criterion}", criteria=(chosen,))
-            screens = wave["screens"].setdefault(criterion, {})
+            screens = wave.screens.setdefault(criterion, {})
             todo = [i for i in candidates if i not in screens]
             self.emit("screen_start", criterion=criterion, items=len(candidates), done=len(screens))
             markdown = render_markdown(narrow)
@@ -382,7 +381,7 @@ class BatchRun:
         raise InputError("cannot find a fence marker absent from the item")  # pragma: no cover
 
     def _screen_job(
-        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+        self, wave: Wave, narrow: Rubric, markdown: str, criterion: str, item: str
     ) -> Callable[[], Any]:
         async def job() -> None:
             estimate = await self.admit("screen")
@@ -394,27 +393,26 @@ class BatchRun:
             except BackendError as exc:
                 if exc.transient:
                     raise
-                entry = {
-                    "result": "unusable",
-                    "fixed": False,
-                    "cost_usd": None,
-                    "errors": [str(exc)],
-                }
-                wave["screens"][criterion][item] = entry
+                entry = ScreenRecord(
+                    result="unusable", fixed=False, cost_usd=None, errors=[str(exc)]
+                )
+                wave.screens[criterion][item] = entry
                 self.save()
-                batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
+                batches.event(
+                    self.batch_id, "screen", item=item, criterion=criterion, **entry.to_json()
+                )
             finally:
                 self.settle("screen", estimate, cost)
 
         return job
 
     async def _screen_one(
-        self, wave: dict[str, Any], narrow: Rubric, markdown: str, criterion: str, item: str
+        self, wave: Wave, narrow: Rubric, markdown: str, criterion: str, item: str
     ) -> float | None:
         """One screen (and its fix when flagged); returns what it cost."""
         text = self.store.text(item)
         boundary = self._boundary(criterion, text)
-        canary = _digest(self.batch_id, str(wave["number"]), item, criterion, "canary")[:24]
+        canary = _digest(self.batch_id, str(wave.number), item, criterion, "canary")[:24]
         result, record = await review_once(
             self.impl,
             narrow,
@@ -433,28 +431,28 @@ class BatchRun:
             project_dir=self.settings.project_dir,
         )
         self.spend(record.tokens, record.cost_usd)
-        entry: dict[str, Any] = {"cost_usd": record.cost_usd, "fixed": False}
+        entry = ScreenRecord(result="clean", fixed=False, cost_usd=record.cost_usd)
         if not result.valid or result.review is None:
-            entry.update(result="unusable", errors=list(result.errors)[:5])
-        elif result.verdict == "PASS":
-            entry.update(result="clean")
-        else:
-            entry.update(result="flagged")
-            entry.update(await self._fix(wave, item, criterion, text, result.review, boundary))
-        wave["screens"][criterion][item] = entry
+            entry.result, entry.errors = "unusable", list(result.errors)[:5]
+        elif result.verdict != "PASS":
+            entry.result = "flagged"
+            entry.fix = await self._fix(wave, item, criterion, text, result.review, boundary)
+            entry.fixed = entry.fix.path is not None
+        wave.screens[criterion][item] = entry
         self.save()
-        batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry)
-        self.emit("screened", item=item, criterion=criterion, **entry)
-        costs = [entry["cost_usd"], entry.get("fix_cost_usd", 0.0)]
-        return None if None in costs else sum(costs)
+        batches.event(self.batch_id, "screen", item=item, criterion=criterion, **entry.to_json())
+        self.emit("screened", item=item, criterion=criterion, **entry.to_json())
+        costs = [entry.cost_usd, entry.fix.cost_usd if entry.fix is not None else 0.0]
+        return None if None in costs else sum(c or 0.0 for c in costs)
 
     async def _fix(
-        self, wave: dict[str, Any], item: str, criterion: str, text: str, review: Any, boundary: str
-    ) -> dict[str, Any]:
+        self, wave: Wave, item: str, criterion: str, text: str, review: Any, boundary: str
+    ) -> ScreenFix:
+        """The fixer's change of a flagged item (`path` set only when it changed it)."""
         flags = merge_flags(flags_of("screen", review), text)
         assignment = assignments.fixer_assignment(
             run_id=f"batch {self.batch_id}",
-            round_number=wave["number"],
+            round_number=wave.number,
             target=json.dumps(item, ensure_ascii=False),
             output=text,
             flags=flags,
@@ -483,22 +481,17 @@ class BatchRun:
         scratch.unlink(missing_ok=True)
         # Whitespace alone is no fix (it must not earn the batch a fresh sample).
         changed = " ".join(new.split()) != " ".join(text.split()) and bool(new.strip())
-        data: dict[str, Any] = {
-            "fixed": changed,
-            "fix_cost_usd": reply.cost_usd,
-            "flags": len(flags),
-            "notes": reply.notes[:2000],
-        }
+        fix = ScreenFix(cost_usd=reply.cost_usd, flags=len(flags), notes=reply.notes[:2000])
         if changed:
-            data["path"] = self.change(
+            fix.path = self.change(
                 item, text, new, via="screen", criterion=criterion, notes=reply.notes[:2000]
             )
-        return data
+        return fix
 
     # -- the verdict ----------------------------------------------------------------
 
     def finish(self, decision: batch_rules.Decision) -> BatchResult:
-        over = budget.overspent(self.state["cost_usd"], self.settings.max_cost_usd)
+        over = budget.overspent(self.state.cost_usd, self.settings.max_cost_usd)
         if decision.step == "accept" and over is not None:
             decision = batch_rules.Decision("escalate", reasons=(over,))
         self.save()

@@ -6,7 +6,7 @@ that records one item at a time), so everything it decided is on disk
 before it acts on it, and `--resume` or `santa batch record` pick it up.
 
 Layout, under `.santa/batches/<id>/`: `state.json` (the plan, the waves,
-outcomes, screens, changes), `events.jsonl` (one line per thing that
+outcomes, screens, changes: `BatchState` of `state/model.py`), `events.jsonl` (one line per thing that
 happened, every change to an item among them), `work/` (changed item texts
 when the originals are not edited in place), `fixed.jsonl` (JSONL items,
 with the fixes applied), `report.md` and `report.json`.
@@ -32,10 +32,17 @@ from santa_method.state import log as runlog
 from santa_method.state import store as run_store
 from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
+from santa_method.state.model import (
+    BATCH_STATE_VERSION,
+    BatchOptionsRecord,
+    BatchState,
+    ItemRecord,
+    StateError,
+)
 from santa_method.state.paths import ensure_santa_dir, santa_dir
 from santa_method.state.redact import redact
 
-STATE_VERSION = 1
+STATE_VERSION = BATCH_STATE_VERSION
 _BATCH_ID = re.compile(r"b-\d{8}-\d{6}-[0-9a-f]{6}")
 
 
@@ -69,17 +76,17 @@ def new_batch_id() -> str:
     return "b-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
 
 
-def create(state: dict[str, Any]) -> Path:
+def create(state: BatchState) -> Path:
     """Write a new batch's folder and first state; returns the folder."""
     base = ensure_santa_dir() / "batches"
     base.mkdir(exist_ok=True)
     if not (base / ".gitignore").exists():
         replace_text(base / ".gitignore", "*\n")
-    folder = batch_dir(state["id"])
+    folder = batch_dir(state.id)
     folder.mkdir(parents=True)
     (folder / "work").mkdir()
-    state.setdefault("version", STATE_VERSION)
-    state.setdefault("created", runlog.now_iso())
+    if not state.created:
+        state.created = runlog.now_iso()
     save(state)
     return folder
 
@@ -88,59 +95,62 @@ def open_batch(
     *,
     items: Sequence[BatchItem],
     spec: str,
-    options: dict[str, Any],
+    options: BatchOptionsRecord,
     seed: int,
     mode: str,
     fingerprint_: str,
-) -> dict[str, Any]:
+) -> BatchState:
     """A new batch's state, saved with its spec; no wave drawn yet."""
     if not spec.strip():
         raise InputError("the spec is empty; say what the outputs must do")
-    state: dict[str, Any] = {
-        "id": new_batch_id(),
-        "status": "open",
-        "mode": mode,
-        "fingerprint": fingerprint_,
-        "seed": seed,
-        "options": options,
+    excluded = set(options.exclude)
+    state = BatchState(
+        id=new_batch_id(),
+        status="open",
+        mode=mode,
+        fingerprint=fingerprint_,
+        seed=seed,
+        options=options,
         # What each item holds now: a run counts only for this content, and an
         # item changed behind the batch's back blocks acceptance.
-        "items": [
-            {
-                **i.to_json(),
-                "sha256": None
-                if i.id in set(options.get("exclude") or ())
-                else run_store.sha256(item_text(i)),
-            }
+        items=[
+            ItemRecord(
+                id=i.id,
+                stratum=i.stratum,
+                path=i.path,
+                sha256=None if i.id in excluded else run_store.sha256(item_text(i)),
+            )
             for i in items
         ],
-        "spec_sha256": run_store.sha256(spec),
-        "waves": [],
-        "cost_usd": 0.0,
-        "tokens": {},
-        "changed": {},
-    }
+        spec_sha256=run_store.sha256(spec),
+    )
     folder = create(state)
     replace_text(folder / "spec.md", spec)
     return state
 
 
-def save(state: dict[str, Any]) -> None:
-    write_atomic(batch_dir(state["id"]) / "state.json", state, indent=1)
+def save(state: BatchState) -> None:
+    write_atomic(batch_dir(state.id) / "state.json", state.to_json(), indent=1)
 
 
-def load(batch_id: str) -> dict[str, Any]:
+def load(batch_id: str) -> BatchState:
     path = batch_dir(batch_id) / "state.json"
     if not path.exists():
         raise InputError(f"no batch '{batch_id}' under {batches_dir()}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"the state of batch '{batch_id}' is unreadable: {exc}") from None
+    try:
+        return BatchState.from_json(data)
+    except StateError as exc:
+        raise InputError(
+            f"the state of batch '{batch_id}' cannot be read by this santa: {exc}"
+        ) from None
 
 
 @contextlib.contextmanager
-def locked(batch_id: str) -> Iterator[dict[str, Any]]:
+def locked(batch_id: str) -> Iterator[BatchState]:
     """The state under an exclusive lock, saved on a clean exit only (two
     `santa batch record` calls at once must not lose each other's item)."""
     folder = batch_dir(batch_id)
@@ -190,10 +200,14 @@ def list_ids() -> list[str]:
     return sorted(p.name for p in base.iterdir() if _BATCH_ID.fullmatch(p.name))
 
 
-def fingerprint(items: Sequence[BatchItem], spec: str, options: Mapping[str, Any]) -> str:
+def fingerprint(items: Sequence[BatchItem], spec: str, options: BatchOptionsRecord) -> str:
     """What makes two invocations the same batch (for --resume)."""
     body = json.dumps(
-        {"items": [i.id for i in items], "spec": run_store.sha256(spec), "options": dict(options)},
+        {
+            "items": [i.id for i in items],
+            "spec": run_store.sha256(spec),
+            "options": options.to_json(),
+        },
         sort_keys=True,
     )
     return run_store.sha256(body)
@@ -204,7 +218,7 @@ def find_resumable(fingerprint_: str) -> str | None:
     for batch_id in reversed(list_ids()):
         with contextlib.suppress(InputError):
             state = load(batch_id)
-            if state.get("status") == "open" and state.get("fingerprint") == fingerprint_:
+            if state.status == "open" and state.fingerprint == fingerprint_:
                 return batch_id
     return None
 
@@ -225,13 +239,12 @@ class ItemStore:
     every item's lock for a whole batch would need a file descriptor each).
     """
 
-    def __init__(self, state: dict[str, Any], items: Sequence[BatchItem], field: str) -> None:
+    def __init__(self, state: BatchState, items: Sequence[BatchItem], field: str) -> None:
         self.state = state
         self.items = {i.id: i for i in items}
         self.order = [i.id for i in items]
         self.field = field
-        self.in_place = bool(state["options"].get("in_place"))
-        self.state.setdefault("changed", {})
+        self.in_place = state.options.in_place
         if self.in_place:
             for item in items:
                 if item.path is not None and locks.held(locks.target_lock_path(item.path)):
@@ -242,10 +255,10 @@ class ItemStore:
 
     @property
     def folder(self) -> Path:
-        return batch_dir(self.state["id"])
+        return batch_dir(self.state.id)
 
     def text(self, item_id: str) -> str:
-        changed = self.state["changed"].get(item_id)
+        changed = self.state.changed.get(item_id)
         if changed:
             return read_exact(changed)
         item = self.items[item_id]
@@ -264,7 +277,7 @@ class ItemStore:
             with locks.fixing(item.path):
                 # Written only over the text the batch knows: a run that shipped
                 # a fix of the file meanwhile (or an editor) must not be undone.
-                expected = next(e["sha256"] for e in self.state["items"] if e["id"] == item_id)
+                expected = self.state.item(item_id).sha256
                 try:
                     now = run_store.sha256(read_exact(item.path))
                 except (OSError, UnicodeDecodeError):
@@ -283,19 +296,19 @@ class ItemStore:
         name = Path(item.path).name if item.path else "item.txt"
         path = self.folder / "work" / f"{index:06d}-{name}"
         replace_text(path, text)
-        self.state["changed"][item_id] = str(path)
+        self.state.changed[item_id] = str(path)
         return str(path)
 
     def known(self, item_id: str, text: str) -> None:
         """The batch changed the item itself: this is its content now."""
-        for entry in self.state["items"]:
-            if entry["id"] == item_id:
-                entry["sha256"] = run_store.sha256(text)
+        for entry in self.state.items:
+            if entry.id == item_id:
+                entry.sha256 = run_store.sha256(text)
 
     def drifted(self, ids: Sequence[str]) -> list[str]:
         """Items whose content is not what the batch last knew (edited behind its back)."""
         found = []
-        known = {e["id"]: e.get("sha256") for e in self.state["items"]}
+        known = {e.id: e.sha256 for e in self.state.items}
         for item_id in ids:
             try:
                 now = run_store.sha256(self.text(item_id))

@@ -46,9 +46,10 @@ from santa_method.state.batch_files import (
     open_batch,
     save,
 )
+from santa_method.state.model import BatchState, PlanRecord, Wave
 
 
-def first_draw(state: dict[str, Any], store: ItemStore) -> dict[str, Any]:
+def first_draw(state: BatchState, store: ItemStore) -> Wave:
     """Draw a new batch's first sample; a plan that cannot be drawn removes
     the batch again rather than leave an open batch behind."""
     import shutil
@@ -56,7 +57,7 @@ def first_draw(state: dict[str, Any], store: ItemStore) -> dict[str, Any]:
     try:
         return Book(state, store).draw()
     except BaseException:
-        shutil.rmtree(batch_dir(state["id"]), ignore_errors=True)
+        shutil.rmtree(batch_dir(state.id), ignore_errors=True)
         raise
 
 
@@ -108,157 +109,144 @@ class Book:
     plan/record`: which items a wave holds, what the rules decide after it,
     and the verdict with its numbers. Who reviews is not its business."""
 
-    def __init__(self, state: dict[str, Any], store: ItemStore) -> None:
+    def __init__(self, state: BatchState, store: ItemStore) -> None:
         self.state = state
         self.store = store
-        self.options: dict[str, Any] = state["options"]
+        self.options = state.options
 
     @property
     def batch_id(self) -> str:
-        return str(self.state["id"])
+        return self.state.id
 
     @property
-    def waves(self) -> list[dict[str, Any]]:
-        return self.state["waves"]
+    def waves(self) -> list[Wave]:
+        return self.state.waves
 
     def save(self) -> None:
         save(self.state)
 
     def outcomes(self) -> list[ItemOutcome]:
-        return [ItemOutcome.from_json(o) for w in self.waves for o in w["outcomes"].values()]
+        return [o for w in self.waves for o in w.outcomes.values()]
 
     def verified_ids(self) -> set[str]:
         return {o.item for o in self.outcomes()}
 
     def population(self) -> int:
-        excluded = set(self.options["exclude"])
+        excluded = set(self.options.exclude)
         return sum(1 for i in self.store.order if i not in excluded)
 
     def unverified(self) -> list[str]:
         """Items of the batch no wave has verified (the ones a screen covers)."""
         done = self.verified_ids()
-        excluded = set(self.options["exclude"])
+        excluded = set(self.options.exclude)
         return [i for i in self.store.order if i not in done and i not in excluded]
 
-    def draw(self) -> dict[str, Any]:
+    def draw(self) -> Wave:
         """The next wave: a fresh sample that excludes every verified item."""
         from santa_method.core.sampling import make_plan
 
         o = self.options
         number = len(self.waves) + 1
         strata = None
-        if o["stratified"]:
-            strata = {i["id"]: i.get("stratum") or "(none)" for i in self.state["items"]}
+        if o.stratified:
+            strata = {i.id: i.stratum or "(none)" for i in self.state.items}
         try:
             plan = make_plan(
                 self.store.order,
-                seed=(self.state["seed"] + number - 1) % 2**31,
-                rate=o["rate"],
-                minimum=o["minimum"],
-                prevalence=o["prevalence"],
-                confidence=o["confidence"],
+                seed=(self.state.seed + number - 1) % 2**31,
+                rate=o.rate,
+                minimum=o.minimum,
+                prevalence=o.prevalence,
+                confidence=o.confidence,
                 strata=strata,
-                exclude=[*o["exclude"], *sorted(self.verified_ids())],
+                exclude=[*o.exclude, *sorted(self.verified_ids())],
             )
         except ValueError as exc:
             raise InputError(str(exc)) from None
         if number == 1 and plan.population == 0:
             raise InputError("every item is excluded; there is nothing to verify")
-        wave = {
-            "number": number,
-            "drawn": runlog.now_iso(),
-            "plan": plan.to_json(),
-            "items": list(plan.items),
-            "outcomes": {},
-            "running": {},
-            "skipped": [],
-            "screened": False,
-            "screens": {},
-            "decision": None,
-        }
+        wave = Wave(
+            number=number,
+            drawn=runlog.now_iso(),
+            plan=PlanRecord.of(plan),
+            items=[str(i) for i in plan.items],
+        )
         self.waves.append(wave)
         self.save()
         event(self.batch_id, "wave", number=number, statement=plan.statement())
         return wave
 
-    def current(self) -> dict[str, Any] | None:
+    def current(self) -> Wave | None:
         """The wave still being worked on, if any."""
-        if self.waves and self.waves[-1]["decision"] is None:
+        if self.waves and self.waves[-1].decision is None:
             return self.waves[-1]
         return None
 
     def concluded(self) -> batch_rules.Decision | None:
         """The last wave's decision when it ended the batch but the verdict
         was never written (an interruption between the two)."""
-        if self.state["status"] != "open" or not self.waves:
+        if self.state.status != "open" or not self.waves:
             return None
-        decision = self.waves[-1]["decision"]
-        if decision is None or decision["step"] == "resample":
+        decision = self.waves[-1].decision
+        if decision is None or decision.step == "resample":
             return None
-        return batch_rules.Decision(
-            decision["step"], tuple(decision["criteria"]), tuple(decision["reasons"])
-        )
+        return decision
 
-    def decide(self, wave: dict[str, Any]) -> batch_rules.Decision:
+    def decide(self, wave: Wave) -> batch_rules.Decision:
         # A screen's verdict stands until the item is verified by a run of its own.
         verified = self.verified_ids()
         screens = [
             found
             for w in self.waves
-            for by_item in w["screens"].values()
+            for by_item in w.screens.values()
             for item, found in by_item.items()
             if item not in verified
         ]
         return batch_rules.decide(
-            [ItemOutcome.from_json(o) for o in wave["outcomes"].values()],
+            list(wave.outcomes.values()),
             all_outcomes=self.outcomes(),
-            screened=wave["screened"],
-            unscreened=sum(1 for f in screens if f["result"] == "unusable"),
-            unfixed=sum(1 for f in screens if f["result"] == "flagged" and not f.get("fixed")),
-            unverified_left=wave["plan"]["population"] - len(wave["items"]),
-            resamples_left=self.options["max_resamples"] - (len(self.waves) - 1),
-            min_items=self.options["systemic_min"],
-            share=self.options["systemic_share"],
-            screenable={c["id"] for c in self.options["rubric"]["criteria"]},
+            screened=wave.screened,
+            unscreened=sum(1 for f in screens if f.result == "unusable"),
+            unfixed=sum(1 for f in screens if f.result == "flagged" and not f.fixed),
+            unverified_left=wave.plan.population - len(wave.items),
+            resamples_left=self.options.max_resamples - (len(self.waves) - 1),
+            min_items=self.options.systemic_min,
+            share=self.options.systemic_share,
+            screenable=self.options.criterion_ids,
             screen_fixes=sum(
-                1
-                for by_item in wave["screens"].values()
-                for f in by_item.values()
-                if f.get("fixed")
+                1 for by_item in wave.screens.values() for f in by_item.values() if f.fixed
             ),
         )
 
-    def conclude(self, wave: dict[str, Any], decision: batch_rules.Decision) -> None:
-        wave["decision"] = decision.to_json()
+    def conclude(self, wave: Wave, decision: batch_rules.Decision) -> None:
+        wave.decision = decision
         self.save()
-        event(self.batch_id, "decision", wave=wave["number"], **decision.to_json())
+        event(self.batch_id, "decision", wave=wave.number, **decision.to_json())
 
     def audit(self) -> list[str]:
         """Why the batch's recorded verdict does not hold up against its runs
         (a state file edited by hand, say); empty when it does. The runs
         have protections of their own, so a verdict is only as good as them."""
         problems: list[str] = []
-        if self.state["status"] not in ("accepted", "escalated"):
+        if self.state.status not in ("accepted", "escalated"):
             return problems
-        if self.state.get("verdict") != self.state["status"].upper():
+        if self.state.verdict != self.state.status.upper():
             problems.append("the verdict and the status disagree")
         for wave in self.waves:
-            missing = [i for i in wave["items"] if i not in wave["outcomes"]]
-            if missing and self.state["status"] == "accepted":
-                problems.append(f"sample {wave['number']} has items never verified")
-            for item, recorded in wave["outcomes"].items():
-                if not recorded.get("run_id"):
+            missing = [i for i in wave.items if i not in wave.outcomes]
+            if missing and self.state.status == "accepted":
+                problems.append(f"sample {wave.number} has items never verified")
+            for item, recorded in wave.outcomes.items():
+                if not recorded.run_id:
                     continue
                 try:
-                    actual = outcome_of_run(item, recorded["run_id"])
+                    actual = outcome_of_run(item, recorded.run_id)
                 except InputError as exc:
                     problems.append(f"item {item}: {exc}")
                     continue
-                if actual.status != recorded["status"] or list(actual.criteria) != list(
-                    recorded["criteria"]
-                ):
-                    problems.append(f"item {item}: its run {recorded['run_id']} says otherwise")
-        if self.state["status"] == "accepted":
+                if actual.status != recorded.status or actual.criteria != recorded.criteria:
+                    problems.append(f"item {item}: its run {recorded.run_id} says otherwise")
+        if self.state.status == "accepted":
             last = self.waves[-1] if self.waves else None
             if last is None or self.decide(last).step != "accept":
                 problems.append("the batch's own rules do not accept its last sample")
@@ -276,7 +264,7 @@ class Book:
         from santa_method.state.batch_report import write_batch_report
 
         if decision.step == "accept":
-            excluded = set(self.options["exclude"])
+            excluded = set(self.options.exclude)
             drifted = self.store.drifted([i for i in self.store.order if i not in excluded])
             if drifted:
                 decision = batch_rules.Decision(
@@ -288,17 +276,17 @@ class Book:
                 )
         outcomes = self.outcomes()
         verdict = "ACCEPTED" if decision.step == "accept" else "ESCALATED"
-        verified = [w for w in self.waves if w["outcomes"]]
+        verified = [w for w in self.waves if w.outcomes]
         last = verified[-1] if verified else None
 
-        def estimate(wave: dict[str, Any]) -> Any:
-            found = [ItemOutcome.from_json(o) for o in wave["outcomes"].values()]
-            if wave["plan"].get("strata") is not None:
+        def estimate(wave: Wave) -> Any:
+            found = list(wave.outcomes.values())
+            if wave.plan.strata is not None:
                 return _Unweighted(sum(1 for o in found if o.failed), len(found))
             return estimate_defect_rate(
                 sum(1 for o in found if o.failed),
                 len(found),
-                wave["plan"]["population"],
+                wave.plan.population,
                 ESTIMATE_CONFIDENCE,
             )
 
@@ -319,12 +307,10 @@ class Book:
             guarantee = f"every one of the {self.population()} items was verified"
         else:
             guarantee = _guarantee(verified)
-        systemic = sorted({c for w in self.waves for c in w["screens"]} | set(decision.criteria))
-        self.state.update(
-            status="accepted" if verdict == "ACCEPTED" else "escalated",
-            verdict=verdict,
-            reasons=list(decision.reasons),
-        )
+        systemic = sorted({c for w in self.waves for c in w.screens} | set(decision.criteria))
+        self.state.status = "accepted" if verdict == "ACCEPTED" else "escalated"
+        self.state.verdict = verdict
+        self.state.reasons = list(decision.reasons)
         folder = batch_dir(self.batch_id)
         data = {
             "verdict": verdict,
@@ -339,13 +325,13 @@ class Book:
             "estimate_after_fixes": last_rate.to_json() if last_rate is not None else None,
             "estimate_statement": statement,
             "guarantee": guarantee,
-            "seed": self.state["seed"],
-            "cost_usd": self.state.get("cost_usd"),
+            "seed": self.state.seed,
+            "cost_usd": self.state.cost_usd,
             "cost_relative_to_all": batch_rules.cost_relative_to_all(
-                self.state.get("cost_usd"), outcomes, self.population()
+                self.state.cost_usd, outcomes, self.population()
             ),
             "tokens": tokens,
-            "changed": dict(self.state.get("changed") or {}),
+            "changed": dict(self.state.changed),
             "fixed_jsonl": self.store.export(),
             "report": str(folder / "report.md"),
             "reasons": list(decision.reasons),
@@ -376,45 +362,46 @@ class _Unweighted:
         return {"defects": self.defects, "sampled": self.sampled, "interval": None}
 
 
-def _guarantee(waves: Sequence[dict[str, Any]]) -> str:
+def _guarantee(waves: Sequence[Wave]) -> str:
     """The last sample's guarantee, and, when several were drawn, what the
     whole procedure can still promise: the batch accepts when one sample
     comes back clean, so each draw was a chance to miss (a union bound)."""
     import math
 
-    last = waves[-1]["plan"]
+    last = waves[-1].plan
     if len(waves) == 1:
-        return str(last["statement"])
-    miss = math.fsum(1 - (w["plan"]["detection_probability"] or 0.0) for w in waves)
+        return last.statement
+    miss = math.fsum(1 - (w.plan.detection_probability or 0.0) for w in waves)
     overall = math.floor(max(0.0, 1 - miss) * 1000 + 1e-9) / 10
     return (
-        f"{last['statement']}; over the {len(waves)} samples drawn, a defect in "
-        f"{last['prevalence'] * 100:g} % of the items left is seen with probability at least "
+        f"{last.statement}; over the {len(waves)} samples drawn, a defect in "
+        f"{last.prevalence * 100:g} % of the items left is seen with probability at least "
         f"{overall:g} %"
     )
 
 
-def wave_summary(wave: dict[str, Any]) -> dict[str, Any]:
-    outcomes = [ItemOutcome.from_json(o) for o in wave["outcomes"].values()]
+def wave_summary(wave: Wave) -> dict[str, Any]:
+    """A wave as the report and `santa batch status` show it."""
+    outcomes = list(wave.outcomes.values())
     screens = {
         criterion: {
-            kind: sum(1 for s in found.values() if s["result"] == kind)
+            kind: sum(1 for s in found.values() if s.result == kind)
             for kind in ("clean", "flagged", "unusable")
         }
-        | {"fixed": sum(1 for s in found.values() if s.get("fixed"))}
-        for criterion, found in wave["screens"].items()
+        | {"fixed": sum(1 for s in found.values() if s.fixed)}
+        for criterion, found in wave.screens.items()
     }
     return {
-        "number": wave["number"],
-        "statement": wave["plan"]["statement"],
-        "n": len(wave["items"]),
-        "population": wave["plan"]["population"],
+        "number": wave.number,
+        "statement": wave.plan.statement,
+        "n": len(wave.items),
+        "population": wave.plan.population,
         "verified": len(outcomes),
         "failed": sum(1 for o in outcomes if o.failed),
-        "skipped": list(wave["skipped"]),
+        "skipped": list(wave.skipped),
         "failures_by_criterion": batch_rules.failures_by_criterion(outcomes),
         "screens": screens,
-        "decision": wave["decision"],
+        "decision": None if wave.decision is None else wave.decision.to_json(),
     }
 
 

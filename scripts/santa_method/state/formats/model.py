@@ -386,27 +386,27 @@ def build_batch(batch_id: str) -> Report:
             legacy = json.loads(report_file.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise InputError(f"the report of batch '{batch_id}' is unreadable: {exc}") from None
-    paths = {i["id"]: i.get("path") for i in state["items"]}
+    paths = {i.id: i.path for i in state.items}
     subjects = []
-    for wave in state["waves"]:
-        for item, outcome in wave["outcomes"].items():
-            run_id = outcome.get("run_id")
+    for wave in state.waves:
+        for item, outcome in wave.outcomes.items():
+            run_id = outcome.run_id
             if run_id and (store.run_dir(run_id) / "state.json").exists():
                 subjects.append(run_subject(run_id, name=item, path=paths.get(item)))
             else:
-                status = str(outcome.get("status") or "escalated")
+                status = outcome.status
                 subjects.append(
                     Subject(
                         name=item,
                         run_id=run_id,
                         verdict="NICE" if status in ("passed", "fixed") else "ESCALATED",
                         next=None,
-                        paths=(paths[item],) if paths.get(item) else (),
-                        reasons=tuple(r for r in [outcome.get("reason")] if r),
-                        cost_usd=outcome.get("cost_usd"),
+                        paths=(path,) if (path := paths.get(item)) else (),
+                        reasons=tuple(r for r in [outcome.reason] if r),
+                        cost_usd=outcome.cost_usd,
                     )
                 )
-    verdict = str(state.get("verdict") or legacy.get("verdict") or "OPEN")
+    verdict = str(state.verdict or legacy.get("verdict") or "OPEN")
     facts = tuple(
         (label, str(legacy[key]))
         for label, key in (
@@ -423,12 +423,12 @@ def build_batch(batch_id: str) -> Report:
         next="accept"
         if verdict == "ACCEPTED"
         else ("escalate" if verdict == "ESCALATED" else None),
-        rubric=str(state["options"]["rubric"].get("name", "")),
-        criteria=_criteria(state["options"]["rubric"]),
+        rubric=str(state.options.rubric.get("name", "")),
+        criteria=_criteria(state.options.rubric),
         subjects=tuple(subjects),
-        reasons=tuple(redact(list(state.get("reasons") or legacy.get("reasons") or []))),
-        cost_usd=state.get("cost_usd"),
-        tokens=(state.get("tokens") or {}).get("total"),
+        reasons=tuple(redact(list(state.reasons or legacy.get("reasons") or []))),
+        cost_usd=state.cost_usd,
+        tokens=state.tokens.get("total"),
         facts=tuple(redact(list(facts))),
         version=_version(),
         legacy=redact(legacy),

@@ -1,0 +1,184 @@
+"""state/model.py: the typed state, loaded from and saved to the same files.
+
+The batch files under tests/data/state/ were written by santa before the
+state was typed (the last write of four batch tests: screened and fixed
+headless, screened inside Claude Code with JSONL records, stratified,
+interrupted with runs in flight; only the temporary folder in their paths
+was renamed). Loading one and saving it again must give the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from santa_method.cli import main
+from santa_method.core.batch_rules import Decision, ItemOutcome
+from santa_method.core.errors import InputError
+from santa_method.state import batches
+from santa_method.state.model import (
+    BATCH_STATE_VERSION,
+    BatchState,
+    ScreenFix,
+    ScreenRecord,
+    StateError,
+)
+
+DATA = Path(__file__).parent / "data" / "state"
+BATCH_FILES = sorted(DATA.glob("batch-*.json"))
+
+
+def _place(text: str) -> str:
+    """Put a batch state file where santa looks for it; returns its id."""
+    batch_id = json.loads(text)["id"]
+    folder = batches.batch_dir(batch_id)
+    folder.mkdir(parents=True)
+    (folder / "state.json").write_text(text, encoding="utf-8")
+    return batch_id
+
+
+def test_the_fixtures_cover_what_a_batch_state_holds():
+    states = [BatchState.from_json(json.loads(p.read_text())) for p in BATCH_FILES]
+    assert len(states) == 4
+    assert {s.mode for s in states} == {"headless", "claude-code"}
+    assert any(w.running for s in states for w in s.waves)
+    assert any(w.plan.strata for s in states for w in s.waves)
+    assert any(i.record for s in states for i in s.items)
+    assert any(w.screening for s in states for w in s.waves)
+    assert any(
+        e.fix and e.fix.path
+        for s in states
+        for w in s.waves
+        for c in w.screens.values()
+        for e in c.values()
+    )
+    assert any(
+        e.run_id for s in states for w in s.waves for c in w.screens.values() for e in c.values()
+    )
+    assert {s.status for s in states} >= {"open", "accepted"}
+
+
+@pytest.mark.parametrize("path", BATCH_FILES, ids=lambda p: p.stem)
+def test_a_batch_state_written_before_typing_loads_and_saves_byte_for_byte(user_files, path):
+    text = path.read_text(encoding="utf-8")
+    batch_id = _place(text)
+    state = batches.load(batch_id)
+    assert isinstance(state, BatchState) and state.id == batch_id
+    batches.save(state)
+    assert (batches.batch_dir(batch_id) / "state.json").read_text(encoding="utf-8") == text
+
+
+def test_typed_fields_read_what_the_file_says():
+    data = json.loads((DATA / "batch-headless-screened.json").read_text())
+    state = BatchState.from_json(data)
+    first = state.waves[0]
+    assert first.plan.population == data["waves"][0]["plan"]["population"]
+    assert first.items == data["waves"][0]["items"]
+    assert first.decision == Decision(
+        **{
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in data["waves"][0]["decision"].items()
+        }
+    )
+    for item, outcome in first.outcomes.items():
+        assert isinstance(outcome, ItemOutcome) and outcome.item == item
+        assert outcome.to_json() == data["waves"][0]["outcomes"][item]
+    assert state.options.headless is not None
+    assert state.options.headless.backend == data["options"]["backend"]
+    assert state.options.criterion_ids == {c["id"] for c in data["options"]["rubric"]["criteria"]}
+    assert state.changed == data["changed"] and state.tokens == data["tokens"]
+
+
+def test_a_state_of_the_first_release_still_loads(user_files):
+    """The first release wrote no `drawn` time and no item hashes."""
+    data = json.loads((DATA / "batch-interrupted.json").read_text())
+    for wave in data["waves"]:
+        del wave["drawn"]
+    for item in data["items"]:
+        del item["sha256"]
+    batch_id = _place(json.dumps(data))
+    state = batches.load(batch_id)
+    assert state.waves[0].drawn is None and all(i.sha256 is None for i in state.items)
+    assert state.waves[0].running  # what it needs to resume is all there
+    batches.save(state)
+    again = json.loads((batches.batch_dir(batch_id) / "state.json").read_text())
+    assert "drawn" not in again["waves"][0]
+
+
+def _broken(change: Any) -> dict[str, Any]:
+    data = json.loads((DATA / "batch-headless-screened.json").read_text())
+    change(data)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["waves"][0].pop("plan"), "state.waves[0].plan is missing"),
+        (lambda d: d.update(seed="7"), "state.seed is not a whole number"),
+        (lambda d: d["items"].append(3), "state.items[20] is not an object"),
+        (
+            lambda d: d["waves"][0]["outcomes"]["item-0010"].update(status="maybe"),
+            "state.waves[0].outcomes['item-0010'].status is not passed, fixed or escalated",
+        ),
+        (
+            lambda d: d["waves"][0]["screens"]["completeness"]["item-0011"].update(result=None),
+            "state.waves[0].screens['completeness']['item-0011'].result is not a string",
+        ),
+        (lambda d: d["options"].pop("rubric"), "state.options.rubric is missing"),
+        (lambda d: d.update(version=BATCH_STATE_VERSION + 1), "written by a newer santa"),
+    ],
+)
+def test_a_state_this_version_cannot_read_says_which_key(user_files, change, message):
+    data = _broken(change)
+    with pytest.raises(StateError, match=re.escape(message)):
+        BatchState.from_json(data)
+    batch_id = _place(json.dumps(data))
+    with pytest.raises(InputError, match=f"the state of batch '{batch_id}' cannot be read"):
+        batches.load(batch_id)
+
+
+def test_the_cli_names_an_unreadable_batch_state_in_one_sentence(user_files, capsys):
+    data = json.loads((DATA / "batch-claude-code-screened.json").read_text())
+    data["waves"][1]["decision"] = {"step": "celebrate"}
+    batch_id = _place(json.dumps(data))
+    assert main(["batch", "status", batch_id]) == 2
+    err = capsys.readouterr().err
+    assert "state.waves[1].decision.step is not accept, screen, resample or escalate" in err
+    assert "Traceback" not in err
+    with pytest.raises(StateError, match="not hold a JSON object"):
+        BatchState.from_json([data])
+
+
+@pytest.mark.parametrize(
+    ("entry", "keys"),
+    [
+        # As the three writers of a screen wrote it (santa batch; santa batch record).
+        (
+            ScreenRecord(result="unusable", fixed=False, cost_usd=0.001, errors=["no JSON"]),
+            ["cost_usd", "fixed", "result", "errors"],
+        ),
+        (
+            ScreenRecord(
+                result="flagged",
+                fixed=True,
+                cost_usd=0.001,
+                fix=ScreenFix(cost_usd=None, flags=2, notes="1. fixed", path="/w/1.txt"),
+            ),
+            ["cost_usd", "fixed", "result", "fix_cost_usd", "flags", "notes", "path"],
+        ),
+        (
+            ScreenRecord(result="clean", fixed=False, cost_usd=None, run_id="r-1"),
+            ["run_id", "result", "fixed", "cost_usd"],
+        ),
+    ],
+)
+def test_a_screen_keeps_its_keys_in_order_through_a_round_trip(entry, keys):
+    data = entry.to_json()
+    assert list(data) == keys
+    again = ScreenRecord.from_json(json.loads(json.dumps(data)), "screen")
+    assert again == entry and list(again.to_json()) == keys
