@@ -144,14 +144,41 @@ def test_deep_nesting_is_a_usage_error(
     assert "nested too deeply" in one_sentence(capsys, main(args))
 
 
-def test_rubric_lint_reports_deep_nesting_as_its_finding(project: Path, capsys) -> None:
-    """Lint judges the rubric it is given: too deep is its answer (exit 1, like
-    invalid YAML), one line naming the file, never a crash."""
+@pytest.mark.parametrize(
+    ("args", "name", "said"),
+    [
+        (["rubric", "lint", "deep.yaml"], "deep.yaml", DEEP_YAML),
+        (["validate", "deep.json"], "deep.json", DEEP_JSON),
+        (["validate", "deep.json", "--json"], "deep.json", DEEP_JSON),
+    ],
+)
+def test_a_file_too_deep_to_read_is_bad_input_not_a_finding(
+    project: Path, capsys, args: list[str], name: str, said: str
+) -> None:
+    """Lint and validate judge what they can read: a rubric or a review nested
+    past what a parser follows is not a rubric that fails its lint nor a
+    review that fails its contract, but a file that cannot be read (exit 2)."""
+    (project / name).write_text(said, encoding="utf-8")
+    kind = "rubric" if name.endswith(".yaml") else "review"
+    sentence = one_sentence(capsys, main(args))
+    assert sentence == f"santa: cannot read {kind} '{name}': it is nested too deeply to be a {kind}"
+
+
+def test_a_rubric_extending_one_too_deep_to_read_fails_its_lint(project: Path, capsys) -> None:
+    """The linted file was read: its parent's problem is its finding (exit 1)."""
     (project / "deep.yaml").write_text(DEEP_YAML, encoding="utf-8")
-    assert main(["rubric", "lint", "deep.yaml"]) == 1
-    out, err = capsys.readouterr()
-    assert out.strip() == "deep.yaml: error: the YAML is nested too deeply to be a rubric"
-    assert "Traceback" not in err
+    (project / "child.yaml").write_text("extend: ./deep.yaml\ncriteria: []\n", encoding="utf-8")
+    assert main(["rubric", "lint", "child.yaml"]) == 1
+    out, _err = capsys.readouterr()
+    assert "extend './deep.yaml'" in out and "nested too deeply" in out
+
+
+def test_a_reviewers_reply_too_deep_is_handed_back_not_bad_input() -> None:
+    """Only a file a person names is bad input: a reviewer's reply is invalid."""
+    from santa_method.core.review import validate_reply
+
+    result = validate_reply(DEEP_JSON)
+    assert not result.valid and "nested too deeply" in result.errors[0]
 
 
 def test_deep_nesting_in_the_config_is_a_usage_error(project: Path, capsys) -> None:

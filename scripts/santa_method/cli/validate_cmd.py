@@ -47,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
     output = read_text(args.against, "output") if args.against else None
     rubric = load_rubric_arg(args.rubric)
     result = validate_reply(reply, rubric=rubric, output=output, canary=args.canary)
+    if not result.valid:
+        from santa_method.core.extract import extract_verdict_object
+
+        if extract_verdict_object(reply).too_deep:  # no reply to judge: a file to name
+            from santa_method.core.files import too_deep
+
+            raise too_deep("review", args.review)
     if args.json:
         print_json(result.to_json())
     else:

@@ -71,6 +71,9 @@ def _clean(value: Any) -> Any:
 class Extracted:
     obj: dict[str, Any] | None
     error: str | None
+    #: The reply's object is nested past what a parser can follow: for a
+    #: reviewer, a reply to hand back; for a file a person names, bad input.
+    too_deep: bool = False
 
 
 class _Lines:
@@ -121,6 +124,7 @@ def extract_verdict_object(reply: str) -> Extracted:
 
     complete: list[tuple[int, int, Any]] = []
     broken: list[tuple[int, str]] = []  # (start, what is wrong)
+    deep: set[int] = set()  # the starts of objects nested too deeply
     lines = _Lines(text)
     in_array: list[int] = []
     depth = 0
@@ -170,6 +174,7 @@ def extract_verdict_object(reply: str) -> Extracted:
                 (start, f"the JSON object on line {line} is not valid JSON: {exc.msg} at {where}")
             )
         except RecursionError:
+            deep.add(start)
             broken.append(
                 (
                     start,
@@ -184,7 +189,9 @@ def extract_verdict_object(reply: str) -> Extracted:
     if not complete:
         if broken:
             return Extracted(
-                None, broken[-1][1] + "; send the whole review as one valid JSON object"
+                None,
+                broken[-1][1] + "; send the whole review as one valid JSON object",
+                too_deep=broken[-1][0] in deep,
             )
         if in_array:
             return Extracted(

@@ -31,7 +31,7 @@ from typing import Any, Literal, overload
 
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
-from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text
+from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text, too_deep
 from santa_method.core.schema import conforms
 from santa_method.core.types import Criterion, Rubric
 
@@ -160,6 +160,10 @@ def yaml_too_deep(exc: Exception) -> bool:
     return isinstance(exc, RecursionError) or "nesting depth" in str(exc)
 
 
+#: What `_load_yaml` says of YAML nested past the parser's limit.
+TOO_DEEP = "the YAML is nested too deeply to be a rubric"
+
+
 def _load_yaml(text: str) -> tuple[Any, str | None]:
     import yaml
 
@@ -167,14 +171,22 @@ def _load_yaml(text: str) -> tuple[Any, str | None]:
         return yaml.load(text, Loader=_yaml_loader()), None  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         if yaml_too_deep(exc):
-            return None, "the YAML is nested too deeply to be a rubric"
+            return None, TOO_DEEP
         mark = exc.problem_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         return None, f"invalid YAML: {exc.problem}{where}"
     except yaml.YAMLError as exc:
         return None, f"invalid YAML: {_squash(str(exc))}"
     except RecursionError:
-        return None, "the YAML is nested too deeply to be a rubric"
+        return None, TOO_DEEP
+
+
+def _readable(doc: _Doc, path: str | os.PathLike[str] | None) -> _Doc:
+    """A rubric nested past what the parser follows cannot be read, let alone
+    judged: bad input (exit 2) naming the file, like an unreadable one."""
+    if TOO_DEEP in doc.errors:
+        raise too_deep("rubric", path)
+    return doc
 
 
 def is_vague(condition: str) -> bool:
@@ -444,7 +456,7 @@ class _Resolver:
         key = str(path)
         if key not in self.docs:
             text = read_text(path, "rubric", MAX_RUBRIC_BYTES)
-            self.add(_parse(text, key, self.labels.get(key, f"'{path}'")))
+            self.add(_readable(_parse(text, key, self.labels.get(key, f"'{path}'")), path))
         return self.docs[key]
 
     def flatten(self, path: Path, stack: tuple[Path, ...] = ()) -> list[_Entry]:
@@ -610,13 +622,12 @@ def lint_report(
         check_file(Path(target).expanduser(), "rubric", MAX_RUBRIC_BYTES)
         self_path = Path(target).expanduser().resolve()
         source = os.fspath(target)
-        doc = resolver.add(
-            _parse(read_text(self_path, "rubric", MAX_RUBRIC_BYTES), str(self_path), f"'{source}'")
-        )
+        text = read_text(self_path, "rubric", MAX_RUBRIC_BYTES)
+        doc = resolver.add(_readable(_parse(text, str(self_path), f"'{source}'"), source))
         base_dir: Path | None = self_path.parent
     else:
         source = "<text>"
-        doc = resolver.add(_parse(target, source, "the rubric being linted"))
+        doc = resolver.add(_readable(_parse(target, source, "the rubric being linted"), None))
         base_dir = None
     errors = list(doc.errors)
     groups: list[Sequence[_Entry]] = []
