@@ -212,6 +212,30 @@ def test_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2 and "it is a file, not a directory" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("link", "points_to", "said"),
+    [
+        (".claude", "nowhere", "it is a broken symlink (to 'nowhere')"),
+        (".claude/agents", "gone", "it is a broken symlink (to 'gone')"),
+        (".claude/agents", "agents", "it is a symlink loop"),
+    ],
+)
+def test_a_bad_link_on_the_way_is_named_before_anything_is_written(
+    tmp_path: Path, link: str, points_to: str, said: str
+) -> None:
+    """A broken `.claude` link said "File exists"; what is true is named."""
+    (tmp_path / link).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / link).symlink_to(points_to)
+    done = santa_init(str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"santa: cannot write into '{tmp_path / link}': {said}" + (
+        "; remove it, or create the folder it points to\n" if "broken" in said else "\n"
+    )
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == sorted(
+        {".claude", link}
+    )
+
+
 # --- the vendored hooks, run as Claude Code runs them -------------------------
 
 

@@ -15,6 +15,7 @@ changed by someone are kept unless `force` is set.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +151,27 @@ def _read_settings(path: Path) -> dict[str, Any]:
     return settings
 
 
+def _refuse_bad_links(root: Path, files: list[str | Path]) -> None:
+    """A folder on the way to a vendored file that is a broken symlink (or a
+    loop) would surface mid-write as "File exists"; name it before anything
+    is written."""
+    seen: set[Path] = set()
+    for rel in files:
+        for depth in range(1, len(Path(rel).parts)):
+            folder = root.joinpath(*Path(rel).parts[:depth])
+            if folder in seen or not folder.is_symlink():
+                continue
+            seen.add(folder)
+            kind = path_kind(folder)
+            if kind == "loop":
+                raise InputError(f"cannot write into '{folder}': it is a symlink loop")
+            if kind == "missing":
+                raise InputError(
+                    f"cannot write into '{folder}': it is a broken symlink (to "
+                    f"'{os.readlink(folder)}'); remove it, or create the folder it points to"
+                )
+
+
 def init(directory: str | Path, *, force: bool = False) -> InitResult:
     check_folder(directory, "repository")
     root = Path(directory)
@@ -163,6 +185,7 @@ def init(directory: str | Path, *, force: bool = False) -> InitResult:
         settings_text = json.dumps(merged, indent=2) + "\n"
     except RecursionError:  # loaded, yet too deep to write back
         raise too_deep("settings file", settings_path) from None
+    _refuse_bad_links(root, [*vendored_files(), settings_path.relative_to(root)])
     result = InitResult()
     path = settings_path
     try:
