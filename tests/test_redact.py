@@ -422,6 +422,11 @@ def test_a_key_after_a_url_is_judged_whole(template: str) -> None:
         "shouldReturn404WhenUserIsNotFoundInTheDatabase",
         "AmazonS3ClientBuilderWithCustomEndpoint",
         "HTTPServerRequestHandlerForTheLocalStub",
+        "XMLHttpRequestUploadProgressEvent",
+        "K8sPodDisruptionBudgetController",
+        "IPv6AddressValidatorForAllTheTests",
+        "getElementsByTagNameNSForTheTestSuite",
+        "GrpcStreamingClientInterceptorFactory",
     ],
 )
 def test_camel_case_names_survive(name: str) -> None:
@@ -462,3 +467,19 @@ def test_one_case_keys_are_not_taken_for_names() -> None:
     ):
         for _ in range(300):
             assert not _is_name("".join(rng.choice(alphabet) for _ in range(32)))
+
+
+def test_vowelless_words_alone_do_not_make_a_name() -> None:
+    """The listed vowel-less words (`Http`, `Xml`, `s`) are allowed in a name,
+    not enough for one: a key spelt from them, or random letters around
+    them, is still judged by its entropy."""
+    for key in ("HttpXmlSqlTcpDnsCssPdfPngJpgSvgRgbMsg", "K8sQz7Wv2XmLpR4tNb9HttpYc3Jd6Fg1Ks"):
+        assert key not in redact_text(f"see {key} here")
+    rng = random.Random(14)
+    alphabet = string.ascii_letters + string.digits
+    missed = [
+        key
+        for key in ("".join(rng.choice(alphabet) for _ in range(36)) for _ in range(1000))
+        if key in redact_text(f"see {key} here")
+    ]
+    assert missed == []

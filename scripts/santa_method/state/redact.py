@@ -109,6 +109,17 @@ _DECODED_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]+={0,2}")
 #: (`Base64HighEntropyStringDetectorPlugin`, `shouldReturn404WhenUserIsNotFound`).
 _HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _VOWELS = frozenset("aeiouAEIOU")
+#: Words names are made of that hold no vowel: acronyms written as words
+#: (`XMLHttpRequest`), `By`, a plural `s` (`K8s`), a version's `v` (`IPv6`).
+#: Listed, not guessed: random letters make vowel-less humps all the time.
+# fmt: off
+_VOWELLESS_WORDS = frozenset({
+    "by", "my", "s", "v", "try", "dry", "sync", "crypt", "nth",
+    "http", "https", "xml", "html", "sql", "rpc", "grpc", "tcp", "udp", "dns", "css",
+    "pdf", "png", "jpg", "svg", "rgb", "db", "js", "kb", "mb", "gb", "ms", "px",
+    "msg", "svc", "cfg", "src", "dst", "pkg", "ctx", "mgr", "hdr", "std", "fn", "cb", "tx", "rx",
+})
+# fmt: on
 #: A digest or a number with a short unit (a token of one part).
 _DIGEST = re.compile(r"[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: A part of a token that reads as an identifier, a number or a digest.
@@ -244,18 +255,20 @@ def _percent_tokens(text: str) -> Iterator[tuple[int, int]]:
 
 def _is_name(token: str) -> bool:
     """Whether the whole token is one name in CamelCase: every word holds a
-    vowel (as written words do and random letters mostly do not), words
-    make at least half of it, acronyms and numbers are short. Any separator
-    makes it something else."""
+    vowel (as written words do and random letters mostly do not) or is one
+    of the few vowel-less words names use, words with a vowel make at least
+    half of it, acronyms and numbers are short. Any separator makes it
+    something else."""
     at = words = 0
     for hump in _HUMP.finditer(token):
         if hump.start() != at:
             return False
         word = hump.group()
         if word[-1].islower():
-            if not _VOWELS.intersection(word):
+            if _VOWELS.intersection(word):
+                words += len(word)
+            elif word.lower() not in _VOWELLESS_WORDS:
                 return False
-            words += len(word)
         elif len(word) > (4 if word[0].isdigit() else 5):
             return False
         at = hump.end()
