@@ -619,3 +619,32 @@ def test_a_hook_reply_in_a_files_run_is_still_checked_against_its_transcript(hom
     result = runs.gate_run(opened.run_id, review_files=[str(home / "c.json")])
     assert [o.valid for o in result.reviews] == [False, True]
     assert "no transcript was recorded" in result.reviews[0].errors[0]
+
+
+@pytest.mark.parametrize("event", ["ship", "escalate"])
+def test_an_end_logged_before_a_crash_is_not_logged_twice(
+    home: Path, monkeypatch: pytest.MonkeyPatch, event: str
+) -> None:
+    # The log is written before the state: a process killed in between left
+    # the end in the log and the run open; ending it again adds no record.
+    from santa_method.state import store as run_store
+
+    opened = open_run(home, source="api")
+    for agent in ("api:B", "api:C"):
+        runs.store_reply(
+            opened.run_id, 1, reply=review(opened.canary), agent_id=agent, transcript_path=""
+        )
+    assert runs.gate_run(opened.run_id).verdict == "NICE"
+    real_save = run_store.save
+
+    def killed(folder: Path, state: dict[str, Any]) -> None:
+        raise OSError("killed")
+
+    monkeypatch.setattr(run_store, "save", killed)
+    with pytest.raises(OSError, match="killed"):
+        runs.log_event(opened.run_id, event)
+    monkeypatch.setattr(run_store, "save", real_save)
+    assert runs.load(opened.run_id)["status"] == "open"
+    runs.log_event(opened.run_id, event)
+    assert runs.load(opened.run_id)["status"] == {"ship": "shipped", "escalate": "escalated"}[event]
+    assert len(log_records(home, event)) == 1

@@ -14,7 +14,7 @@ import pytest
 from santa_method.core.errors import BackendError, InputError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
-from santa_method.headless.backends.base import ReviewReply, ReviewRequest
+from santa_method.headless.backends.base import FixReply, FixRequest, ReviewReply, ReviewRequest
 from santa_method.state import locks, runs
 
 from .test_diff_review import APP_NEW, README_NEW, SPEC, ChangeReviewer, repo
@@ -117,18 +117,18 @@ def test_two_runs_fixing_one_checkout_are_refused(repo: Path) -> None:
 
 
 def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -> None:
-    # The run starts while app.py is not part of the change; a person adds it
-    # during round 1 (so round 2 flags it), and another run holds its lock.
+    # The run starts while app.py is not part of the change; it appears while
+    # round 1's fix is made (so round 2 flags it), and another run holds its lock.
     app = repo / "app.py"
     app.unlink()
 
     class AddsTheFile(ChangeReviewer):
-        async def review(self, request: ReviewRequest) -> ReviewReply:
+        async def fix(self, request: FixRequest) -> FixReply:
             if not app.exists():
                 app.write_text(APP_NEW, encoding="utf-8")
                 self.held = locks.fixing(app)
                 self.held.__enter__()
-            return await super().review(request)
+            return await super().fix(request)
 
     backend = AddsTheFile()
     readme = repo / "docs" / "README.md"
@@ -218,3 +218,53 @@ def test_closing_a_stale_change_keeps_what_a_later_run_reviewed(repo: Path, caps
     assert main(["log", "escalate", "--run", old]) == 0
     capsys.readouterr()
     assert {p: p.read_bytes() for p in fixed} == fixed
+
+
+def test_a_change_edited_during_its_round_gets_no_fix(repo: Path) -> None:
+    readme = repo / "docs" / "README.md"
+
+    class EditedDuringReview(ChangeReviewer):
+        async def review(self, request: ReviewRequest) -> ReviewReply:
+            readme.write_text(README_NEW + "A person's own line.\n", encoding="utf-8")
+            return await super().review(request)
+
+    backend = EditedDuringReview()
+    result = verify_sync(
+        SPEC,
+        options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+    )
+    assert result.verdict == "ESCALATED"
+    assert any("was edited while round 1" in r for r in result.reasons), result.reasons
+    assert backend.fixes == []  # nothing paid for, nothing written
+    assert readme.read_text(encoding="utf-8") == README_NEW + "A person's own line.\n"
+    assert (repo / "app.py").read_text(encoding="utf-8") == APP_NEW
+
+
+def test_a_change_that_does_not_show_a_file_does_not_vouch_for_its_fix(repo: Path) -> None:
+    # A file run fixes a git-ignored file and is interrupted; a change
+    # reviewed later in the same checkout never showed that file.
+    from santa_method.cli import main
+
+    from .scripted import Scripted
+
+    notes = repo / "notes.md"
+    (repo / ".git" / "info" / "exclude").write_text("notes.md\n", encoding="utf-8")
+    notes.write_text("# Notes\n\nReleased in 1999.\n", encoding="utf-8")
+    with pytest.raises(BackendError):
+        verify_sync(
+            SPEC,
+            notes,
+            options=VerifyOptions(
+                backend=Scripted(BackendError("overloaded", transient=True)),
+                in_place=True,
+                resumable=True,
+            ),
+        )
+    (stale,) = runs.list_run_ids()
+    assert "2024" in notes.read_text(encoding="utf-8")
+    change = verify_sync(
+        SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
+    )
+    assert change.verdict == "ESCALATED" and change.rounds == 1
+    assert main(["log", "escalate", "--run", stale]) == 0
+    assert notes.read_text(encoding="utf-8") == "# Notes\n\nReleased in 1999.\n"

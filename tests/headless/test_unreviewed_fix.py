@@ -11,6 +11,13 @@ import pytest
 from santa_method.core.errors import BackendError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
+from santa_method.headless.backends.base import (
+    FixReply,
+    FixRequest,
+    ReviewReply,
+    ReviewRequest,
+    Tokens,
+)
 from santa_method.state import runs
 
 from .scripted import Scripted
@@ -122,3 +129,168 @@ def test_a_crlf_spec_is_reviewed_and_fixed_as_written(project, target):
     assert result.verdict == "NICE", result.reasons
     assert (runs.run_dir(result.run_id) / "spec.md").read_bytes() == spec.encode("utf-8")
     assert target.read_text(encoding="utf-8") == FIXED
+
+
+class InvalidAfterFix(Scripted):
+    """Reviews round 1 as Scripted does; every reply about the fixed text is no review."""
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        if "1999" not in request.round_part:
+            return ReviewReply(text="I cannot review this.", tokens=Tokens(10, 5))
+        return await super().review(request)
+
+
+def test_a_fix_no_valid_reply_judged_is_put_back(project, target):
+    # Round 2 is gated, but with no valid review: the fix is still unreviewed.
+    original = target.read_text(encoding="utf-8")
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=InvalidAfterFix(), in_place=True)
+    )
+    assert result.verdict == "ESCALATED"
+    assert target.read_text(encoding="utf-8") == original
+    found = _report(result.run_id)["unreviewed_fix"]
+    assert found["round"] == 1 and found["target_holds"] == "reviewed"
+    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    assert kept.read_text(encoding="utf-8") == FIXED
+
+
+def _interrupted_after_fix(target: Path) -> str:
+    """A resumable run stopped by the backend once its fix is in the file."""
+    backend = Scripted(BackendError("overloaded", transient=True))
+    with pytest.raises(BackendError):
+        verify_sync(
+            SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
+        )
+    (run_id,) = runs.list_run_ids()
+    assert target.read_text(encoding="utf-8") == FIXED
+    return run_id
+
+
+def test_a_later_run_that_reviewed_nothing_does_not_vouch_for_a_fix(project, target):
+    from santa_method.cli import main
+
+    original = target.read_text(encoding="utf-8")
+    stale = _interrupted_after_fix(target)
+    # A second run on the file opens a round on the fix, but no reply is a review.
+    other = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=InvalidAfterFix(), in_place=True)
+    )
+    assert other.verdict == "ESCALATED" and target.read_text(encoding="utf-8") == FIXED
+    assert main(["log", "escalate", "--run", stale]) == 0
+    assert target.read_text(encoding="utf-8") == original
+    assert _report(stale)["unreviewed_fix"]["target_holds"] == "reviewed"
+
+
+class EditedDuringReview(Scripted):
+    """A person saves their own edit of the file while round 1 is reviewed."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        self.path.write_text("a person's own edit\n", encoding="utf-8")
+        return await super().review(request)
+
+
+def test_a_fix_is_never_written_over_an_edit_made_during_the_round(project, target):
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=EditedDuringReview(target), in_place=True)
+    )
+    assert result.verdict == "ESCALATED"
+    assert target.read_text(encoding="utf-8") == "a person's own edit\n"
+    assert any("was changed while round 1" in r for r in result.reasons), result.reasons
+    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    assert kept.read_text(encoding="utf-8") == FIXED  # the fix is not lost either
+    found = _report(result.run_id)["unreviewed_fix"]
+    assert found["path"] == str(kept) and found["target_holds"] == "other"
+    assert result.cost_usd is None or result.cost_usd >= 0
+
+
+class EditsInPlaceThenFails(Scripted):
+    """A backend that edits the file it is given itself (output None), then fails."""
+
+    def __init__(self, user_file: Path) -> None:
+        super().__init__()
+        self.user_file = user_file
+        self.given: list[str] = []
+
+    async def fix(self, request: FixRequest) -> FixReply:
+        self.given.append(request.target_path)
+        edited = Path(request.target_path)
+        edited.write_text(request.output.replace("1999", "2024"), encoding="utf-8")
+        raise BackendError("the fixer crashed after editing", transient=False)
+
+
+def test_a_backend_editing_in_place_edits_a_copy_kept_before_the_file(project, target):
+    original = target.read_text(encoding="utf-8")
+    backend = EditsInPlaceThenFails(target)
+    with pytest.raises(BackendError):
+        verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
+    (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["status"] == "escalated"
+    # The user's file was never the one edited: it holds what round 1 reviewed.
+    assert target.read_text(encoding="utf-8") == original
+    (given,) = backend.given
+    assert Path(given).resolve().is_relative_to(runs.run_dir(run_id).resolve())
+
+
+class EditsInPlace(Scripted):
+    async def fix(self, request: FixRequest) -> FixReply:
+        Path(request.target_path).write_text(
+            request.output.replace("1999", "2024"), encoding="utf-8"
+        )
+        return FixReply(output=None, notes="1. year")
+
+
+def test_a_backend_editing_in_place_ships_its_reviewed_fix(project, target):
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=EditsInPlace(), in_place=True))
+    assert result.verdict == "NICE", result.reasons
+    assert target.read_text(encoding="utf-8") == FIXED
+
+
+def test_the_file_is_back_before_an_escalation_is_saved_or_logged(project, target, monkeypatch):
+    # Whatever kills the process once the escalation is first written, the
+    # user's file already holds reviewed text.
+    from santa_method.cli import main
+    from santa_method.state import events, store
+
+    original = target.read_text(encoding="utf-8")
+    stale = _interrupted_after_fix(target)
+    seen: list[str] = []
+    real_append, real_save = events.runlog.append, store.save
+
+    def append(path, record):
+        if record.get("event") == "escalate":
+            seen.append(target.read_text(encoding="utf-8"))
+        return real_append(path, record)
+
+    def save(folder, state):
+        if state["status"] == "escalated":
+            seen.append(target.read_text(encoding="utf-8"))
+        return real_save(folder, state)
+
+    monkeypatch.setattr(events.runlog, "append", append)
+    monkeypatch.setattr(store, "save", save)
+    assert main(["log", "escalate", "--run", stale]) == 0
+    assert seen and all(text == original for text in seen)
+
+
+def test_a_gate_that_escalates_puts_the_file_back_before_it_saves(project, target, monkeypatch):
+    from santa_method.state import gating
+
+    original = target.read_text(encoding="utf-8")
+    seen: list[str] = []
+    real_save = gating.save
+
+    def save(folder, state):
+        if state["status"] == "escalated":
+            seen.append(target.read_text(encoding="utf-8"))
+        return real_save(folder, state)
+
+    monkeypatch.setattr(gating, "save", save)
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=InvalidAfterFix(), in_place=True)
+    )
+    assert result.verdict == "ESCALATED"
+    assert seen == [original]

@@ -23,7 +23,6 @@ at the same time.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +35,13 @@ from santa_method.core.locate import changed_paths, parse_diff, places_of
 from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
 from santa_method.state import runs
-from santa_method.state.atomic import replace_text
-from santa_method.state.unreviewed import keep_change_fix
+from santa_method.state.atomic import replace_bytes
+from santa_method.state.unreviewed import (
+    ChangedMeanwhile,
+    fixer_copy,
+    keep_change_fix,
+    still_reviewed,
+)
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,12 @@ async def fix_change(
     tokens = Tokens()
     cost: float | None = 0.0
     used_model: str | None = None
-    for path, flags in flags_by_file(runs.last_flags(run_id), diff).items():
+    if change.read_text() != diff:
+        raise ChangedMeanwhile(
+            f"the change in {change.root} was edited while round {round_number} was reviewed "
+            "(not by this run); no fix was written over it"
+        )
+    for k, (path, flags) in enumerate(flags_by_file(runs.last_flags(run_id), diff).items(), 1):
         if path in deleted:
             notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
             continue
@@ -127,12 +136,13 @@ async def fix_change(
                 content, spec, *(f.issue + (f.quote or "") + (f.missing or "") for f in flags)
             ),
         )
+        copy = fixer_copy(run_id, round_number, file.name, content, k)
         reply = await call(
             f"the fixer ({path})",
             backend.fix(
                 FixRequest(
                     assignment=assignment,
-                    target_path=str(file),
+                    target_path=str(copy),
                     output=content,
                     model=model,
                     timeout=timeout,
@@ -140,16 +150,21 @@ async def fix_change(
                 )
             ),
         )
-        if reply.output is not None and reply.output != content:
-            keep_change_fix(run_id, round_number, file, reviewed, reply.output)
-            replace_text(file, reply.output)
-        elif reply.output is None:  # a backend that edited the file itself
-            with contextlib.suppress(OSError):
-                if (now := file.read_bytes()) != reviewed:
-                    keep_change_fix(run_id, round_number, file, reviewed, now)
+        # A backend that edits in place edited the copy; either way the fix
+        # is kept before the file changes, and never written over an edit
+        # someone made meanwhile.
+        fixed = reply.output.encode("utf-8") if reply.output is not None else copy.read_bytes()
         tokens = tokens + reply.tokens
         cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
         used_model = used_model or reply.model
+        if fixed != reviewed:
+            keep_change_fix(run_id, round_number, file, reviewed, fixed)
+            try:
+                still_reviewed(file, reviewed, round_number)
+            except ChangedMeanwhile as exc:
+                spent = FixReply(None, "\n".join(notes), tokens, cost, used_model)
+                raise ChangedMeanwhile(str(exc), spent) from None
+            replace_bytes(file, fixed)
         notes.append(f"{path}:\n{reply.notes}".rstrip())
     return FixReply(
         output=None, notes="\n".join(notes), tokens=tokens, cost_usd=cost, model=used_model

@@ -31,7 +31,12 @@ from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
 from santa_method.core.types import Rubric
 from santa_method.headless import options as options_
-from santa_method.headless.backends.base import Backend, FixRequest, require_prerequisites
+from santa_method.headless.backends.base import (
+    Backend,
+    FixReply,
+    FixRequest,
+    require_prerequisites,
+)
 from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
@@ -39,8 +44,14 @@ from santa_method.headless.reviewing import LoopRun, models_for, resolve_backend
 from santa_method.state import locks, runs
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
+from santa_method.state.unreviewed import (
+    ChangedMeanwhile,
+    fixer_copy,
+    keep_fix,
+    still_reviewed,
+    unreviewed_fix,
+)
 from santa_method.state.unreviewed import describe as describe_fix
-from santa_method.state.unreviewed import keep_fix, unreviewed_fix
 
 __all__ = ["RoundRecord", "VerifyOptions", "VerifyResult", "verify", "verify_sync"]
 
@@ -414,40 +425,28 @@ async def _fix(
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = read_exact(fixer_path)
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
-    if isinstance(working, Change):
-        # One fixer call per changed file, each file replaced atomically.
-        fix = await fix_change(
-            run.call,
-            run.backend,
-            run_id=run_id,
-            round_number=round_number,
-            diff=output,
-            change=working,
-            model=run.fixer_model,
-            timeout=run.timeout,
-            fix_alone=run.fix_alone,
-        )
-    else:
-        fix = await run.call(
-            "the fixer",
-            run.backend.fix(
-                FixRequest(
-                    assignment=fixer_text,
-                    target_path=str(working),
-                    output=output,
-                    model=run.fixer_model,
-                    timeout=run.timeout,
-                    project_dir=run.project_dir,
-                )
-            ),
-        )
-        if fix.output is not None:
-            # Kept with the run first: if the run ends before a round reviews
-            # it, the target is put back and this copy is what the report names.
-            keep_fix(run_id, round_number, fix.output)
-            replace_text(working, fix.output)
-        else:  # a backend that edited the target itself
-            keep_fix(run_id, round_number, working.read_bytes())
+    try:
+        if isinstance(working, Change):
+            # One fixer call per changed file, each file replaced atomically.
+            fix = await fix_change(
+                run.call,
+                run.backend,
+                run_id=run_id,
+                round_number=round_number,
+                diff=output,
+                change=working,
+                model=run.fixer_model,
+                timeout=run.timeout,
+                fix_alone=run.fix_alone,
+            )
+        else:
+            fix = await _fix_file(run, run_id, round_number, fixer_text, output, working)
+    except ChangedMeanwhile as exc:
+        spent = exc.spent if isinstance(exc.spent, FixReply) else FixReply(output=None)
+        run.spend(spent.tokens, spent.cost_usd, logged=False)
+        reason = str(exc)
+        runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
+        return spent, {"reason": reason}
     run.spend(fix.tokens, fix.cost_usd, logged=False)
     data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
     data.update(run.take_unlogged())
@@ -462,6 +461,39 @@ async def _fix(
     if written.get("event") == "escalate":  # the fixer needs input: no fix, no review
         return fix, written
     return fix, None
+
+
+async def _fix_file(
+    run: LoopRun, run_id: str, round_number: int, fixer_text: str, output: str, working: Path
+) -> FixReply:
+    """The fixer on a file: it edits a copy in the run folder (or answers
+    the text), the fix is kept there, and only then replaces the file, if
+    the file still holds what the round reviewed."""
+    reviewed = (runs.run_dir(run_id) / f"round-{round_number}" / "output.txt").read_bytes()
+    copy = fixer_copy(run_id, round_number, working.name, output)
+    fix = await run.call(
+        "the fixer",
+        run.backend.fix(
+            FixRequest(
+                assignment=fixer_text,
+                target_path=str(copy),
+                output=output,
+                model=run.fixer_model,
+                timeout=run.timeout,
+                project_dir=run.project_dir,
+            )
+        ),
+    )
+    fixed = fix.output.encode("utf-8") if fix.output is not None else copy.read_bytes()
+    # Kept with the run first: if the run ends before a round reviews it,
+    # the target is put back and this copy is what the report names.
+    keep_fix(run_id, round_number, fixed)
+    try:
+        still_reviewed(working, reviewed, round_number)
+    except ChangedMeanwhile as exc:
+        raise ChangedMeanwhile(str(exc), fix) from None
+    replace_bytes(working, fixed)
+    return fix
 
 
 def _stopped(

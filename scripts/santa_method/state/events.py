@@ -2,8 +2,9 @@
 
 Each is refused when the state forbids it: a ship only after a NICE gate of
 the current round, with the log agreeing and the target still the reviewed
-content; a fix only when the last gate asked for one. Escalating restores a
-file target the fixer left unreviewed and writes the report.
+content; a fix only when the last gate asked for one. Escalating puts back
+every file holding a fix no round reviewed (before the escalation is
+saved or logged) and writes the report.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from santa_method.state import log as runlog
 from santa_method.state.fixes import check_changed, fix_report, needs_input
 from santa_method.state.store import check_log_path, locked, now, run_dir, runs_dir, sha256
 from santa_method.state.target import read_target, reviewed_name
+from santa_method.state.unreviewed import put_back
 
 LOGGABLE = ("fix", "ship", "escalate", "escape", "waive", "generate")
 
@@ -151,16 +153,35 @@ def log_event(
                 state["status"] = "escalated"
                 state["escalation"] = {"round": current["round"], "reasons": [data["reason"]]}
                 report_needed = True
-        written = runlog.append(
+        if event == "escalate" and report_needed:
+            # Before the escalation is saved or logged: a kill after this
+            # leaves an open run and the reviewed text, never an escalated
+            # run whose file still holds text no reviewer saw.
+            put_back(state)
+        written = _logged_end(state["log"], run_id, event) or runlog.append(
             state["log"], {"run_id": run_id, "event": event, "iteration": iteration, **data}
         )
     if report_needed:
         from santa_method.state.report import write_report
-        from santa_method.state.unreviewed import restore_reviewed
 
-        restore_reviewed(run_id)
         write_report(run_id)
     return written
+
+
+def _logged_end(log: str, run_id: str, event: str) -> dict[str, Any] | None:
+    """The ship or escalation the log already holds for the run, if any.
+
+    Why: the log is written before the state, so a process killed between
+    the two leaves the end logged and the run open. Ending it again brings
+    the state up to date without a second ship (or escalation) in the log."""
+    if event not in ("ship", "escalate"):
+        return None
+    ends = [
+        r
+        for r in runlog.read(log).records
+        if r.get("run_id") == run_id and r.get("event") in ("ship", "escalate")
+    ]
+    return ends[-1] if ends and ends[-1].get("event") == event else None
 
 
 def _log_without_state(

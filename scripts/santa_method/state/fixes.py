@@ -121,9 +121,10 @@ def fix_report(state: dict[str, Any], data: dict[str, Any]) -> FixReport:
 
 def _keep_unreviewed(state: dict[str, Any]) -> bool:
     """Keep what the fixer left in a file target as the round's unreviewed
-    fix, so the one restore of escalated runs (`unreviewed.restore_reviewed`,
-    called once the escalation is logged) puts the reviewed text back. True
-    when the target differs from what was reviewed (it will be restored)."""
+    fix, so the one restore of escalated runs (`unreviewed.put_back`,
+    called before the escalation is saved) puts the reviewed text back.
+    True when the target differs from what was reviewed (it will be
+    restored)."""
     target = state["target"]
     if target.get("kind") != "file":
         return False

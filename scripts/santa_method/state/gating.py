@@ -34,6 +34,7 @@ from santa_method.state.store import (
     run_dir,
     save,
 )
+from santa_method.state.unreviewed import put_back
 
 
 def _fill_from_files(
@@ -235,6 +236,9 @@ def gate_run(
         elif decision.next == "escalate":
             state["status"] = "escalated"
             state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
+            # Before the escalation is saved: a round whose replies were all
+            # invalid reviewed nothing, so a fix before it goes back too.
+            put_back(state)
 
         # The state is saved before the log is written: if logging fails, the
         # log lacks a gate the state has, and `log ship` (which needs both)

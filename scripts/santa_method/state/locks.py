@@ -127,6 +127,11 @@ def fixing(target: str | os.PathLike[str]) -> Iterator[None]:
         yield
 
 
+def fixing_here(target: str | os.PathLike[str]) -> bool:
+    """Whether this process holds `target`'s lock (a run it drives fixes the file)."""
+    return target_lock_path(target) in _MINE
+
+
 def _remove_stale_temporaries(real: Path) -> None:
     """A run killed while it replaced the file left its temporary beside it;
     with the target's lock held, no living run is writing one."""

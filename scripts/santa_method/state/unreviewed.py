@@ -14,6 +14,13 @@ round N reviewed (N the round the fix answers):
 - a change: one pair per file the fixer wrote, `round-N/fixes/K.fix` and
   `round-N/fixes/K.reviewed`, listed in `round-N/fixes.json`.
 
+A round counts as reviewed once a reviewer's reply to it was valid: a
+round whose replies were all invalid (and so never judged) saw nothing,
+and the fix before it is still unreviewed. The restore happens before the
+escalation is saved or logged, under the file's lock, so a run killed at
+any moment leaves either an open run holding its fix (which `santa runs`
+names) or the reviewed text back in place.
+
 Only a file that holds exactly its kept fix is touched: a file someone
 else changed since is left as it is, and so is a file whose text a later
 run reviewed (a new run on the file started from the fix: putting the
@@ -27,11 +34,14 @@ runs` and a resumed process all see the same thing.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.errors import RefusedError
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.store import load, run_dir
 
@@ -49,6 +59,37 @@ def keep_fix(run_id: str, round_number: int, text: str | bytes) -> Path:
     path = run_dir(run_id) / f"round-{round_number}" / FIX_FILE
     replace_bytes(path, _bytes(text))
     return path
+
+
+class ChangedMeanwhile(RefusedError):
+    """A file the run fixes in place was changed by someone else while the
+    round was reviewed or fixed: writing the fix would undo their edit.
+    `spent` is what the fixer calls made so far cost (the loop counts it)."""
+
+    def __init__(self, message: str, spent: object = None) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+def fixer_copy(run_id: str, round_number: int, name: str, text: str, k: int = 1) -> Path:
+    """A copy of the reviewed text in the run folder for a fixer to edit.
+
+    Why a copy even when the backend edits in place: the fix must be kept
+    here before any user's file changes, so a kill at any moment leaves the
+    file as reviewed or a fix this folder holds."""
+    path = run_dir(run_id) / f"round-{round_number}" / "fixer" / str(k) / (name or "output.txt")
+    replace_text(path, text)
+    return path
+
+
+def still_reviewed(file: Path, reviewed: bytes, round_number: int) -> None:
+    """Refuse to write a fix over `file` unless it still holds what round
+    `round_number` reviewed."""
+    if _read(file) != reviewed:
+        raise ChangedMeanwhile(
+            f"{file} was changed while round {round_number} was reviewed or fixed (not by "
+            "this run); its fix was not written over the change, which is left as it is"
+        )
 
 
 def keep_change_fix(
@@ -145,13 +186,30 @@ def _stands(run_id: str, target: str, fix: Path, reviewed: Path) -> KeptFile | N
     return KeptFile(target, fix, reviewed, holds)
 
 
-def _reviewed_by_another(run_id: str, target: str, fix: Path, now: bytes) -> bool:
-    """Whether another run reviewed the file since it took the fix: a round
-    of a run on that file whose output is exactly `now`, or a round of a
-    change holding the file that opened after the fix was kept."""
-    import hashlib
-    import os
+def reviewed(round_: dict[str, Any]) -> bool:
+    """Whether a round was reviewed: gated with at least one valid reply."""
+    slots = (round_.get("slots") or {}).values()
+    return bool(round_.get("gates")) and any(
+        isinstance(s, dict) and s.get("gated_valid") is True for s in slots
+    )
 
+
+def _names(round_folder: Path, cwd: str, real: str) -> bool:
+    """Whether the diff a change's round showed names the file at `real`."""
+    from santa_method.core.locate import changed_paths
+
+    try:
+        diff = (round_folder / "output.txt").read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return False
+    named = {os.path.realpath(os.path.join(cwd, p)) for p in changed_paths(diff)}
+    return real in named
+
+
+def _reviewed_by_another(run_id: str, target: str, fix: Path, now: bytes) -> bool:
+    """Whether another run reviewed the file since it took the fix: a
+    reviewed round, opened after the fix was kept, of a run on that file
+    whose output is exactly `now`, or of a change whose diff names the file."""
     from santa_method.state.store import list_run_ids
     from santa_method.state.target import target_name
 
@@ -169,20 +227,22 @@ def _reviewed_by_another(run_id: str, target: str, fix: Path, now: bytes) -> boo
         except Exception:  # an unreadable run reviewed nothing we can count
             continue
         kind = state["target"].get("kind")
-        if kind == "file":
-            if os.path.realpath(target_name(state["target"])) != real:
+        for r in state["rounds"]:
+            folder = run_dir(other) / f"round-{r['round']}"
+            if not reviewed(r):
                 continue
-            rounds = [r for r in state["rounds"] if r.get("output_sha256") == digest]
-        elif kind == "diff":
-            if not real.startswith(os.path.realpath(state["target"]["cwd"]) + os.sep):
-                continue
-            rounds = state["rounds"]
-        else:
-            continue
-        for r in rounds:
-            shown = run_dir(other) / f"round-{r['round']}" / "output.txt"
+            if kind == "file":
+                if os.path.realpath(target_name(state["target"])) != real:
+                    break
+                if r.get("output_sha256") != digest:
+                    continue
+            elif kind == "diff":
+                if not _names(folder, str(state["target"]["cwd"]), real):
+                    continue
+            else:
+                break
             with contextlib.suppress(OSError):
-                if shown.stat().st_mtime >= kept_at:  # opened after the fix was kept
+                if (folder / "output.txt").stat().st_mtime >= kept_at:
                     return True
     return False
 
@@ -198,7 +258,7 @@ def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
     """The fix kept after the last reviewed round, when no later round was
     reviewed; None when there is none."""
     target = state["target"]
-    gated = [r for r in state["rounds"] if r.get("gates")]
+    gated = [r for r in state["rounds"] if reviewed(r)]
     if not gated or target.get("kind") not in ("file", "diff"):
         return None
     number = gated[-1]["round"]
@@ -219,24 +279,53 @@ def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
     return UnreviewedFix(number, folder / "fixes", str(target["cwd"]), _summed(files), tuple(files))
 
 
-def restore_reviewed(run_id: str) -> UnreviewedFix | None:
-    """Put each file of the run that holds a fix no round reviewed back to
-    the text the round reviewed; returns where the fix stands afterwards
-    (kept in the run folder), or None when no file held such a fix.
+def put_back(state: dict[str, Any]) -> UnreviewedFix | None:
+    """Put each file of the run (as `state` has it) that holds a fix no
+    round reviewed back to the text the round reviewed; returns where the
+    fix stands afterwards (kept in the run folder), or None when no file
+    held such a fix.
 
-    Call it wherever a run ends without its fix reviewed; `events.log_event`
-    does for every escalation.
+    Call it wherever a run ends without its fix reviewed, before the end is
+    saved or logged: `events.log_event` does for every escalation, and the
+    gate for its own. Each file is written under its lock; a file another
+    living run fixes now is left to that run (it took the fix as its
+    input), and a file that cannot be written stays as it is and is named
+    as holding the fix: the escalation is recorded either way.
     """
-    found = unreviewed_fix(load(run_id))
+    found = unreviewed_fix(state)
     if found is None or found.holds != "fix":
         return None
     files = []
     for f in found.files:
-        if f.holds == "fix":
-            replace_bytes(f.target, f.reviewed.read_bytes())
+        if f.holds == "fix" and _write_back(f):
             f = KeptFile(f.target, f.fix, f.reviewed, "reviewed")
         files.append(f)
     return UnreviewedFix(found.round, found.path, found.target, _summed(files), tuple(files))
+
+
+def _write_back(f: KeptFile) -> bool:
+    from santa_method.core.errors import InputError
+    from santa_method.state import locks
+
+    try:
+        if locks.fixing_here(f.target):  # the run this process drives holds it
+            return _swap(f)
+        with locks.fixing(f.target):
+            return _swap(f)
+    except (InputError, OSError):
+        return False
+
+
+def _swap(f: KeptFile) -> bool:
+    if _read(f.target) != _read(f.fix):  # changed since it was judged
+        return False
+    replace_bytes(f.target, f.reviewed.read_bytes())
+    return True
+
+
+def restore_reviewed(run_id: str) -> UnreviewedFix | None:
+    """`put_back` for a run as its state file has it."""
+    return put_back(load(run_id))
 
 
 def describe(found: UnreviewedFix) -> str:
