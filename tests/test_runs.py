@@ -648,3 +648,32 @@ def test_an_end_logged_before_a_crash_is_not_logged_twice(
     runs.log_event(opened.run_id, event)
     assert runs.load(opened.run_id)["status"] == {"ship": "shipped", "escalate": "escalated"}[event]
     assert len(log_records(home, event)) == 1
+
+
+@pytest.mark.parametrize(("logged", "then"), [("ship", "escalate"), ("escalate", "ship")])
+def test_an_end_logged_before_a_crash_is_not_contradicted(
+    home: Path, monkeypatch: pytest.MonkeyPatch, logged: str, then: str
+) -> None:
+    # Ending the run the other way is refused; the state comes up to the log.
+    from santa_method.state import store as run_store
+
+    opened = open_run(home, source="api")
+    for agent in ("api:B", "api:C"):
+        runs.store_reply(
+            opened.run_id, 1, reply=review(opened.canary), agent_id=agent, transcript_path=""
+        )
+    assert runs.gate_run(opened.run_id).verdict == "NICE"
+    real_save = run_store.save
+
+    def killed(folder: Path, state: dict[str, Any]) -> None:
+        raise OSError("killed")
+
+    monkeypatch.setattr(run_store, "save", killed)
+    with pytest.raises(OSError, match="killed"):
+        runs.log_event(opened.run_id, logged)
+    monkeypatch.setattr(run_store, "save", real_save)
+    said = {"ship": "shipped", "escalate": "escalated"}[logged]
+    with pytest.raises(RefusedError, match=f"already records run {opened.run_id} as {said}"):
+        runs.log_event(opened.run_id, then)
+    ends = [r["event"] for r in log_records(home) if r["event"] in ("ship", "escalate")]
+    assert ends == [logged] and runs.load(opened.run_id)["status"] == said

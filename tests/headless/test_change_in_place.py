@@ -268,3 +268,25 @@ def test_a_change_that_does_not_show_a_file_does_not_vouch_for_its_fix(repo: Pat
     assert change.verdict == "ESCALATED" and change.rounds == 1
     assert main(["log", "escalate", "--run", stale]) == 0
     assert notes.read_text(encoding="utf-8") == "# Notes\n\nReleased in 1999.\n"
+
+
+def test_a_file_edited_while_another_is_fixed_is_not_sent_to_the_fixer(repo: Path) -> None:
+    app = repo / "app.py"
+    edited = APP_NEW + "# a person's own line\n"
+
+    class EditsAppDuringFirstFix(ChangeReviewer):
+        async def fix(self, request: FixRequest) -> FixReply:
+            if not self.fixes:
+                app.write_text(edited, encoding="utf-8")
+            return await super().fix(request)
+
+    backend = EditsAppDuringFirstFix()
+    result = verify_sync(
+        SPEC,
+        options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
+    )
+    assert result.verdict == "ESCALATED"
+    assert [Path(r.target_path).name for r in backend.fixes] == ["README.md"]
+    assert app.read_text(encoding="utf-8") == edited
+    # The README's fix was written, then put back: no round reviewed it.
+    assert (repo / "docs" / "README.md").read_text(encoding="utf-8") == README_NEW

@@ -294,3 +294,78 @@ def test_a_gate_that_escalates_puts_the_file_back_before_it_saves(project, targe
     )
     assert result.verdict == "ESCALATED"
     assert seen == [original]
+
+
+class Killed(BaseException):
+    """Stands for kill -9: nothing after it runs in the process."""
+
+
+def _killed_after_fix_written(target: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A run whose process dies once its fix is in the file, before `log fix`."""
+    from santa_method.headless import loop
+
+    real = loop.runs.log_event
+
+    def log_event(run_id, event, **kw):
+        if event == "fix":
+            raise Killed()
+        return real(run_id, event, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(loop.runs, "log_event", log_event)
+        m.setattr(loop, "_escalate_quietly", lambda *a, **k: None)  # a dead process does nothing
+        with pytest.raises(Killed):
+            verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
+    (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["status"] == "open"
+    assert target.read_text(encoding="utf-8") == FIXED
+    return run_id
+
+
+@pytest.mark.parametrize("year", ["2024", "2025"])
+def test_a_run_killed_after_writing_its_fix_resumes_over_its_own_fix(
+    project, target, monkeypatch, year
+):
+    # The resumed fixer may answer as before or not: the file holds the run's
+    # own fix, not someone else's edit, and the new fix is reviewed.
+    from santa_method.headless.resume import resume_sync
+
+    run_id = _killed_after_fix_written(target, monkeypatch)
+    result = resume_sync(run_id, backend=Scripted(new_year=year))
+    assert result.verdict == "NICE", result.reasons
+    assert target.read_text(encoding="utf-8") == FIXED.replace("2024", year)
+
+
+class EditsTheNamedTarget(Scripted):
+    """A fixer that edits the file its assignment names (the user's) itself."""
+
+    async def fix(self, request: FixRequest) -> FixReply:
+        line = next(x for x in request.assignment.splitlines() if "Target: " in x)
+        named = Path(line.split("Target: ", 1)[1].strip())
+        named.write_text(named.read_text(encoding="utf-8").replace("1999", "2024"), "utf-8")
+        return FixReply(output=None, notes="1. year")
+
+
+def test_a_fixer_editing_the_users_file_itself_has_its_fix_reviewed(project, target):
+    result = verify_sync(
+        SPEC, target, options=VerifyOptions(backend=EditsTheNamedTarget(), in_place=True)
+    )
+    assert result.verdict == "NICE", result.reasons
+    assert target.read_text(encoding="utf-8") == FIXED
+    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    assert kept.read_text(encoding="utf-8") == FIXED
+
+
+def test_a_pre_check_that_rewrites_the_file_runs_before_round_one_reads_it(project, target):
+    # A formatter as the pre-check: round 1 reviews what it left.
+    result = verify_sync(
+        SPEC,
+        target,
+        options=VerifyOptions(
+            backend=Scripted(),
+            in_place=True,
+            pre_check="sed -i 's/^## License$/## Licence/' README.md",
+        ),
+    )
+    assert result.verdict == "NICE", result.reasons
+    assert target.read_text(encoding="utf-8") == FIXED.replace("## License", "## Licence")

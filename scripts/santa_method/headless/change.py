@@ -38,6 +38,7 @@ from santa_method.state import runs
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
+    fixer_answer,
     fixer_copy,
     keep_change_fix,
     still_reviewed,
@@ -78,6 +79,12 @@ def open_change(rev: str, root: Path, *, in_place: bool, max_fixes: int) -> Chan
     return Change(rev, root)
 
 
+def _sections(diff: str) -> dict[str, str]:
+    """Each file's part of a diff, by path."""
+    lines = diff.split("\n")
+    return {f.path: "\n".join(lines[f.first_row : f.last_row + 1]) for f in parse_diff(diff)}
+
+
 def flags_by_file(flags: list[MergedIssue], diff: str) -> dict[str, list[MergedIssue]]:
     """Each changed file with the problems placed in it, in the diff's order."""
     paths = changed_paths(diff)
@@ -112,19 +119,31 @@ async def fix_change(
     tokens = Tokens()
     cost: float | None = 0.0
     used_model: str | None = None
-    if change.read_text() != diff:
-        raise ChangedMeanwhile(
-            f"the change in {change.root} was edited while round {round_number} was reviewed "
-            "(not by this run); no fix was written over it"
-        )
-    for k, (path, flags) in enumerate(flags_by_file(runs.last_flags(run_id), diff).items(), 1):
+    todo = {
+        path: flags
+        for path, flags in flags_by_file(runs.last_flags(run_id), diff).items()
+        if path not in deleted
+    }
+    for path in flags_by_file(runs.last_flags(run_id), diff):
         if path in deleted:
             notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
-            continue
+    for path in todo:
+        fix_alone(change.root / path)
+    # What the round reviewed, file by file, before any fixer runs: a file
+    # someone edits meanwhile (now or while another file is fixed) is never
+    # sent to a fixer nor written over.
+    shown, now = _sections(diff), _sections(change.read_text())
+    for path in todo:
+        if shown.get(path) != now.get(path):
+            raise ChangedMeanwhile(
+                f"{change.root / path} was edited while round {round_number} was reviewed "
+                "(not by this run); no fix was written over it"
+            )
+    reviewed = {path: read_text(change.root / path, "changed file") for path in todo}
+    for k, (path, flags) in enumerate(todo.items(), 1):
         file = change.root / path
-        fix_alone(file)
-        content = read_text(file, "changed file")
-        reviewed = content.encode("utf-8")
+        content = reviewed[path]
+        before = content.encode("utf-8")
         assignment = assignments.fixer_assignment(
             run_id=run_id,
             round_number=round_number,
@@ -137,6 +156,11 @@ async def fix_change(
             ),
         )
         copy = fixer_copy(run_id, round_number, file.name, content, k)
+        try:
+            still_reviewed(file, before, round_number)
+        except ChangedMeanwhile as exc:
+            spent = FixReply(None, "\n".join(notes), tokens, cost, used_model)
+            raise ChangedMeanwhile(str(exc), spent) from None
         reply = await call(
             f"the fixer ({path})",
             backend.fix(
@@ -150,17 +174,17 @@ async def fix_change(
                 )
             ),
         )
-        # A backend that edits in place edited the copy; either way the fix
-        # is kept before the file changes, and never written over an edit
-        # someone made meanwhile.
-        fixed = reply.output.encode("utf-8") if reply.output is not None else copy.read_bytes()
         tokens = tokens + reply.tokens
         cost = None if cost is None or reply.cost_usd is None else cost + reply.cost_usd
         used_model = used_model or reply.model
-        if fixed != reviewed:
-            keep_change_fix(run_id, round_number, file, reviewed, fixed)
+        # Kept before the file changes, and never written over an edit
+        # someone made meanwhile.
+        fixed, write = fixer_answer(reply.output, copy, file, before)
+        if fixed != before:
+            keep_change_fix(run_id, round_number, file, before, fixed)
+        if write and fixed != before:
             try:
-                still_reviewed(file, reviewed, round_number)
+                still_reviewed(file, before, round_number)
             except ChangedMeanwhile as exc:
                 spent = FixReply(None, "\n".join(notes), tokens, cost, used_model)
                 raise ChangedMeanwhile(str(exc), spent) from None

@@ -46,8 +46,10 @@ from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
+    fixer_answer,
     fixer_copy,
     keep_fix,
+    kept_fix,
     still_reviewed,
     unreviewed_fix,
 )
@@ -220,8 +222,8 @@ async def _verify(
                 raise
             if opened == "shipped":
                 return _result(run, resume_run, "NICE", working, None, [])
-            if opened == "escalated":
-                return _escalated(run, resume_run, working, None, ["the resumed run was refused"])
+            if isinstance(opened, _Ended):
+                return _escalated(run, resume_run, working, None, [opened.reason])
             if opened is None:
                 _escalate_quietly(resume_run, "interrupted; verified again in a new run")
         if opened is not None:
@@ -484,15 +486,17 @@ async def _fix_file(
             )
         ),
     )
-    fixed = fix.output.encode("utf-8") if fix.output is not None else copy.read_bytes()
+    own = kept_fix(run_id, round_number)  # written before this process was interrupted
+    fixed, write = fixer_answer(fix.output, copy, working, reviewed)
     # Kept with the run first: if the run ends before a round reviews it,
     # the target is put back and this copy is what the report names.
     keep_fix(run_id, round_number, fixed)
-    try:
-        still_reviewed(working, reviewed, round_number)
-    except ChangedMeanwhile as exc:
-        raise ChangedMeanwhile(str(exc), fix) from None
-    replace_bytes(working, fixed)
+    if write:
+        try:
+            still_reviewed(working, reviewed, round_number, own)
+        except ChangedMeanwhile as exc:
+            raise ChangedMeanwhile(str(exc), fix) from None
+        replace_bytes(working, fixed)
     return fix
 
 
@@ -504,6 +508,13 @@ def _stopped(
     result = _escalated(run, run_id, working, None, [str(stop["reason"])])
     result.questions = questions
     return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ended:
+    """A resumed run that ended (escalated) where it picked up, and why."""
+
+    reason: str
 
 
 async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> Any:
@@ -529,12 +540,12 @@ async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> An
             run, run_id, last["round"], state["fixer"]["assignment"], output, working
         )
         if stop is not None:
-            return "escalated"
+            return _Ended(str(stop.get("reason") or "the resumed run was refused"))
     try:
         return runs.next_round(run_id)
     except RefusedError as exc:
         runs.log_event(run_id, "escalate", data={"reason": str(exc)})
-        return "escalated"
+        return _Ended(str(exc))
 
 
 def _escalated(

@@ -100,6 +100,7 @@ def log_event(
     if not (run_dir(run_id) / "state.json").exists():
         return _log_without_state(run_id, event, iteration, data, log_path)
     report_needed = False
+    conflict = ""
     if event in ("ship", "fix", "escalate"):
         driver = locks.driven_elsewhere(run_id)
         if driver is not None:
@@ -153,35 +154,48 @@ def log_event(
                 state["status"] = "escalated"
                 state["escalation"] = {"round": current["round"], "reasons": [data["reason"]]}
                 report_needed = True
+        ended = _logged_end(state["log"], run_id) if event in ("ship", "escalate") else None
+        if ended is not None and ended.get("event") != event:
+            # The log ended the run the other way before its process died:
+            # the state comes up to the log, and this end is refused.
+            said = "shipped" if ended.get("event") == "ship" else "escalated"
+            conflict = (
+                f"the log {state['log']} already records run {run_id} as {said} (its process "
+                f"ended before the run's state said so); the run is now {said}, as logged"
+            )
+            event, data, report_needed = str(ended.get("event")), {}, ended.get("event") != "ship"
+            state["status"] = said
+            if report_needed:
+                reason = str(ended.get("reason") or "escalated")
+                state["escalation"] = {"round": current["round"], "reasons": [reason]}
         if event == "escalate" and report_needed:
             # Before the escalation is saved or logged: a kill after this
             # leaves an open run and the reviewed text, never an escalated
             # run whose file still holds text no reviewer saw.
             put_back(state)
-        written = _logged_end(state["log"], run_id, event) or runlog.append(
+        written = ended or runlog.append(
             state["log"], {"run_id": run_id, "event": event, "iteration": iteration, **data}
         )
     if report_needed:
         from santa_method.state.report import write_report
 
         write_report(run_id)
+    if conflict:
+        raise RefusedError(conflict)
     return written
 
 
-def _logged_end(log: str, run_id: str, event: str) -> dict[str, Any] | None:
+def _logged_end(log: str, run_id: str) -> dict[str, Any] | None:
     """The ship or escalation the log already holds for the run, if any.
 
     Why: the log is written before the state, so a process killed between
-    the two leaves the end logged and the run open. Ending it again brings
-    the state up to date without a second ship (or escalation) in the log."""
-    if event not in ("ship", "escalate"):
-        return None
-    ends = [
-        r
-        for r in runlog.read(log).records
-        if r.get("run_id") == run_id and r.get("event") in ("ship", "escalate")
-    ]
-    return ends[-1] if ends and ends[-1].get("event") == event else None
+    the two leaves the end logged and the run open. Ending it the same way
+    again brings the state up to date without a second record; ending it
+    the other way is refused, so the log and the state never disagree."""
+    for r in reversed(runlog.read(log).records):
+        if r.get("run_id") == run_id and r.get("event") in ("ship", "escalate"):
+            return r
+    return None
 
 
 def _log_without_state(

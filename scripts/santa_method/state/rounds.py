@@ -174,10 +174,14 @@ def start_run(
     if not spec.strip():
         raise InputError("the spec is empty; say what the output must do")
     work_dir = cwd or str(Path.cwd())
+    if not read_target(target).strip():
+        raise RefusedError("the output under review is empty; there is nothing to verify")
+    run_pre_check(pre_check, work_dir)
+    # Read after the pre-check, as every later round is: a pre-check that
+    # rewrites files (a formatter) shapes what round 1 reviews.
     output = read_target(target)
     if not output.strip():
         raise RefusedError("the output under review is empty; there is nothing to verify")
-    run_pre_check(pre_check, work_dir)
     ensure_santa_dir()
     run_id = run_id or new_run_id()
     folder = run_dir(run_id)

@@ -82,10 +82,34 @@ def fixer_copy(run_id: str, round_number: int, name: str, text: str, k: int = 1)
     return path
 
 
-def still_reviewed(file: Path, reviewed: bytes, round_number: int) -> None:
+def kept_fix(run_id: str, round_number: int) -> bytes | None:
+    """The fix this run kept for `round_number`, if any (a resumed run's own)."""
+    return _read(run_dir(run_id) / f"round-{round_number}" / FIX_FILE)
+
+
+def fixer_answer(answer: str | None, copy: Path, file: Path, reviewed: bytes) -> tuple[bytes, bool]:
+    """The fix a fixer made, and whether it is still to be written to `file`.
+
+    It answered the text, or edited `copy`; a backend that edited the file
+    its assignment names (the user's) made the fix there itself, and it is
+    taken as the fix (a round reviews it next), not as someone else's edit."""
+    if answer is not None:
+        return answer.encode("utf-8"), True
+    edited = _read(copy)
+    if edited is not None and edited != reviewed:
+        return edited, True
+    now = _read(file)
+    if now is not None and now != reviewed:
+        return now, False
+    return reviewed, False
+
+
+def still_reviewed(file: Path, reviewed: bytes, round_number: int, own: bytes | None = None) -> None:
     """Refuse to write a fix over `file` unless it still holds what round
-    `round_number` reviewed."""
-    if _read(file) != reviewed:
+    `round_number` reviewed (or `own`, the fix this run wrote there before
+    it was interrupted)."""
+    now = _read(file)
+    if now != reviewed and (own is None or now != own):
         raise ChangedMeanwhile(
             f"{file} was changed while round {round_number} was reviewed or fixed (not by "
             "this run); its fix was not written over the change, which is left as it is"
