@@ -1,10 +1,13 @@
-"""state/model.py: the typed state, loaded from and saved to the same files.
+"""state/model/: the typed state, loaded from and saved to the same files.
 
-The batch files under tests/data/state/ were written by santa before the
-state was typed (the last write of four batch tests: screened and fixed
-headless, screened inside Claude Code with JSONL records, stratified,
-interrupted with runs in flight; only the temporary folder in their paths
-was renamed). Loading one and saving it again must give the same bytes.
+The files under tests/data/state/ were written by santa before the state
+was typed: four batches (screened and fixed headless, screened inside
+Claude Code with JSONL records, stratified, interrupted with runs in
+flight) and seven runs (every source, a file and a diff, open, shipped
+and escalated, a working copy, a budget, a fixer and its fixes, a fixer's
+questions, reviewer spawns, review files), each from a test of its own;
+only the temporary folder in their paths was renamed. Loading one and
+saving it again must give the same bytes.
 """
 
 from __future__ import annotations
@@ -19,26 +22,23 @@ import pytest
 from santa_method.cli import main
 from santa_method.core.batch_rules import Decision, ItemOutcome
 from santa_method.core.errors import InputError
-from santa_method.state import batches
-from santa_method.state.model import (
-    BATCH_STATE_VERSION,
-    BatchState,
-    ScreenFix,
-    ScreenRecord,
-    StateError,
-)
+from santa_method.state import batches, store
+from santa_method.state.model.batch import BATCH_STATE_VERSION, BatchState, ScreenFix, ScreenRecord
+from santa_method.state.model.reading import StateError
+from santa_method.state.model.run import RUN_STATE_VERSION, RunState
 
 DATA = Path(__file__).parent / "data" / "state"
 BATCH_FILES = sorted(DATA.glob("batch-*.json"))
 
 
-def _place(text: str) -> str:
-    """Put a batch state file where santa looks for it; returns its id."""
-    batch_id = json.loads(text)["id"]
-    folder = batches.batch_dir(batch_id)
+def _place(text: str, folder_of: Any = batches.batch_dir) -> str:
+    """Put a state file where santa looks for it (a batch's, or with
+    `store.run_dir` a run's); returns its id."""
+    found = json.loads(text)["id"]
+    folder = folder_of(found)
     folder.mkdir(parents=True)
     (folder / "state.json").write_text(text, encoding="utf-8")
-    return batch_id
+    return found
 
 
 def test_the_fixtures_cover_what_a_batch_state_holds():
@@ -182,3 +182,73 @@ def test_a_screen_keeps_its_keys_in_order_through_a_round_trip(entry, keys):
     assert list(data) == keys
     again = ScreenRecord.from_json(json.loads(json.dumps(data)), "screen")
     assert again == entry and list(again.to_json()) == keys
+
+
+# ---------------------------------------------------------------- a run
+
+RUN_FILES = sorted(DATA.glob("run-*.json"))
+
+
+def test_the_run_fixtures_cover_what_a_run_state_holds():
+    states = [RunState.from_json(json.loads(p.read_text())) for p in RUN_FILES]
+    assert {s.source for s in states} == {"hook", "files", "api"}
+    assert {s.target.kind for s in states} == {"file", "diff"}
+    assert {s.status for s in states} == {"open", "shipped", "escalated"}
+    assert any(s.target.original for s in states)
+    assert any(s.budget_usd is not None and s.models and s.pre_check for s in states)
+    assert any(s.fixer for s in states) and any(s.fixes for s in states)
+    assert any(s.escalation and s.escalation.questions for s in states)
+    assert any(r.spawn_ids for s in states for r in s.rounds)
+    slots = [x for s in states for r in s.rounds for x in r.slots.values() if x is not None]
+    assert any(x.file for x in slots) and any(x.agent_id for x in slots)
+    assert any(x.gated_valid is False for x in slots)
+    issues = [i for s in states for r in s.rounds for g in r.gates for i in g.issues]
+    assert any(i.quote for i in issues) and any(i.missing for i in issues)
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=lambda p: p.stem)
+def test_a_run_state_written_before_typing_loads_and_saves_byte_for_byte(user_files, path):
+    text = path.read_text(encoding="utf-8")
+    run_id = _place(text, store.run_dir)
+    state = store.load_state(run_id)
+    assert isinstance(state, RunState) and state.id == run_id
+    store.save_state(state)
+    assert (store.run_dir(run_id) / "state.json").read_text(encoding="utf-8") == text
+    with store.locked_state(run_id) as again:
+        assert again == state
+    assert (store.run_dir(run_id) / "state.json").read_text(encoding="utf-8") == text
+
+
+def test_a_run_state_reads_into_its_records():
+    data = json.loads((DATA / "run-hook-fixed.json").read_text())
+    state = RunState.from_json(data)
+    first = state.rounds[0]
+    assert first.canary == data["rounds"][0]["canary"]
+    assert set(first.slots) == set(data["rounds"][0]["slots"])
+    gate = first.gates[-1]
+    assert [i.to_json() for i in gate.issues] == data["rounds"][0]["gates"][-1]["issues"]
+    assert state.fixes[0].after_round == data["fixes"][0]["after_round"]
+    assert state.last_gate is not None and state.last_gate.verdict == data["last_gate"]["verdict"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("rounds"), "state.rounds is missing"),
+        (lambda d: d["rounds"][0].update(open="yes"), "state.rounds[0].open is not true or false"),
+        (
+            lambda d: d["rounds"][0]["slots"].update(B=[]),
+            "state.rounds[0].slots['B'] is not an object or null",
+        ),
+        (lambda d: d["target"].pop("kind"), "state.target.kind is missing"),
+        (lambda d: d.update(version=RUN_STATE_VERSION + 1), "written by a newer santa"),
+    ],
+)
+def test_a_run_state_this_version_cannot_read_says_which_key(user_files, change, message):
+    data = json.loads((DATA / "run-hook-fixed.json").read_text())
+    change(data)
+    with pytest.raises(StateError, match=re.escape(message)):
+        RunState.from_json(data)
+    run_id = _place(json.dumps(data), store.run_dir)
+    with pytest.raises(InputError, match=f"the state of run '{run_id}' cannot be read"):
+        store.load_state(run_id)

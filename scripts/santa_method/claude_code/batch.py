@@ -27,13 +27,14 @@ from santa_method.state import batches, runs
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
 from santa_method.state.batches import BatchItem, Book, ItemStore
-from santa_method.state.model import (
+from santa_method.state.model.batch import (
     BatchOptionsRecord,
     BatchState,
     ScreenRecord,
     ScreenResult,
     ScreenRubric,
 )
+from santa_method.state.model.run import RunState
 from santa_method.state.paths import ensure_santa_dir
 
 
@@ -239,42 +240,42 @@ def _inside_claude_code() -> bool:
     return any(os.environ.get(name) for name in names)
 
 
-def _check_run(state: BatchState, item: str, run_id: str) -> dict[str, Any]:
+def _check_run(state: BatchState, item: str, run_id: str) -> RunState:
     """The run must be this item's (its first round reviewed the item as the
     batch knows it, and a shipped run's output is what the file holds now),
     for this batch's spec, finished, and new. Inside Claude Code its reviews
     must have come through the reviewer hook."""
-    run = runs.load(run_id)
-    if run["status"] == "open":
+    run = runs.load_state(run_id)
+    if run.status == "open":
         raise InputError(
             f"run {run_id} is still open; finish it (ship or escalate) before recording it"
         )
-    target = run["target"]
+    target = run.target
     entry = state.item(item)
     expected = Path(_path_of(state, item)).resolve()
-    if target.get("kind") != "file" or Path(target["path"]).resolve() != expected:
+    if target.kind != "file" or Path(target.path or "").resolve() != expected:
         raise RefusedError(f"run {run_id} did not verify item '{item}' ({expected})")
-    if run["rounds"][0]["output_sha256"] != entry.sha256:
+    if run.rounds[0].output_sha256 != entry.sha256:
         raise RefusedError(
             f"run {run_id} did not review item '{item}' as the batch knows it (the item "
             "changed before the run, or the run reviewed other content); open a new run "
             "with the command `santa batch status` prints"
         )
     if (
-        run["status"] == "shipped"
-        and _content_sha(_path_of(state, item)) != run["rounds"][-1]["output_sha256"]
+        run.status == "shipped"
+        and _content_sha(_path_of(state, item)) != run.rounds[-1].output_sha256
     ):
         raise RefusedError(
             f"item '{item}' no longer holds what run {run_id} shipped; open a new run for it"
         )
-    if _inside_claude_code() and run.get("source") != "hook":
+    if _inside_claude_code() and run.source != "hook":
         raise RefusedError(
-            f"run {run_id} took its reviews from '{run.get('source')}', not from reviewer "
+            f"run {run_id} took its reviews from '{run.source}', not from reviewer "
             "subagents through the hook; inside Claude Code a batch counts only those"
         )
-    if run["spec_sha256"] != state.spec_sha256:
+    if run.spec_sha256 != state.spec_sha256:
         raise RefusedError(f"run {run_id} used another spec than batch {state.id}")
-    if run["created"] < state.created:
+    if run.created < state.created:
         raise RefusedError(f"run {run_id} is older than batch {state.id}")
     used = {o.run_id for w in state.waves for o in w.outcomes.values()} | {
         e.run_id for w in state.waves for s in w.screens.values() for e in s.values()
@@ -294,17 +295,17 @@ def _first_run(state: BatchState, item: str, rubric_hash: str, since: str) -> st
     found = []
     for run_id in runs.list_run_ids():
         try:
-            run = runs.load(run_id)
-            target = run["target"]
+            run = runs.load_state(run_id)
+            target = run.target
             if (
-                target.get("kind") == "file"
-                and Path(target["path"]).resolve() == path
-                and run["created"] >= since
-                and run["spec_sha256"] == state.spec_sha256
-                and run["rubric_hash"] == rubric_hash
-                and run["rounds"][0]["output_sha256"] == entry.sha256
+                target.kind == "file"
+                and Path(target.path or "").resolve() == path
+                and run.created >= since
+                and run.spec_sha256 == state.spec_sha256
+                and run.rubric_hash == rubric_hash
+                and run.rounds[0].output_sha256 == entry.sha256
             ):
-                found.append((run["created"], run_id))
+                found.append((run.created, run_id))
         except (InputError, KeyError, OSError, ValueError):
             continue
     return min(found)[1] if found else None
@@ -346,14 +347,14 @@ def record(batch_id: str, item: str, run_id: str) -> dict[str, Any]:
             )
         outcome = batches.outcome_of_run(item, run_id)
         if step["step"] == "verify":
-            if run["rubric_hash"] != state.rubric_hash:
+            if run.rubric_hash != state.rubric_hash:
                 raise RefusedError(f"run {run_id} used another rubric than the batch")
             wave.outcomes[item] = outcome
             recorded: dict[str, Any] = {"phase": "verify", **outcome.to_json()}
         else:
             criterion = step["criterion"]
             screen_rubric = _screen_rubrics(state)[criterion]
-            if run["rubric_hash"] != screen_rubric.hash:
+            if run.rubric_hash != screen_rubric.hash:
                 raise RefusedError(
                     f"run {run_id} did not use the screen rubric for {criterion} "
                     f"({screen_rubric.path})"

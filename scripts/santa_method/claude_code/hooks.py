@@ -206,15 +206,12 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     from santa_method.state.atomic import replace_text
 
     run_id, round_number = found
-    state = runs.load(run_id)
+    state = runs.load_state(run_id)
     folder = runs.run_dir(run_id)
-    current = state["rounds"][-1]
+    current = state.rounds[-1]
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
     output = read_exact(folder / f"round-{round_number}" / "output.txt")
-    if (
-        rubric_hash(rubric) != state["rubric_hash"]
-        or runs.sha256(output) != current["output_sha256"]
-    ):
+    if rubric_hash(rubric) != state.rubric_hash or runs.sha256(output) != current.output_sha256:
         # Judging against edited run files would hand the reviewer wrong
         # errors; the gate refuses such a run anyway.
         raise RuntimeError("the run's rubric or reviewed output was changed after the round opened")
@@ -223,8 +220,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     agent_id = payload.get("agent_id")
     if not isinstance(agent_id, str) or not agent_id:
         raise RuntimeError("the stop hook's input names no agent_id")
-    result = validate_reply(reply, rubric=rubric, output=output, canary=current["canary"])
-    unread = reading_problem(_records(transcript), current["assignment"])
+    result = validate_reply(reply, rubric=rubric, output=output, canary=current.canary)
+    unread = reading_problem(_records(transcript), current.assignment)
     if unread:
         # Reading is part of a valid review: a reply from a reviewer that
         # skipped part of the assignment (or peeked at other reviews) fails.

@@ -452,7 +452,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from santa_method.claude_code import batch as cc
     from santa_method.core.rubric import load_rubric
     from santa_method.state.config import load_config
-    from santa_method.state.model import BatchOptionsRecord
+    from santa_method.state.model.batch import BatchOptionsRecord
     from santa_method.state.paths import project_root, project_rubrics_dir
 
     _check(args)

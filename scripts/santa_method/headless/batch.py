@@ -39,7 +39,7 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import resolve_backend
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
-from santa_method.state.model import BatchOptionsRecord, BatchState, HeadlessBatchOptions
+from santa_method.state.model.batch import BatchOptionsRecord, BatchState, HeadlessBatchOptions
 
 __all__ = ["BatchItem", "BatchOptions", "BatchResult", "verify_batch", "verify_batch_sync"]
 

@@ -37,7 +37,7 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import first_error, review_once
 from santa_method.state import batches, runs
 from santa_method.state.atomic import replace_text
-from santa_method.state.model import ScreenFix, ScreenRecord, Wave
+from santa_method.state.model.batch import ScreenFix, ScreenRecord, Wave
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,8 @@ class BatchRun:
     def _item_job(self, wave: Wave, item: str) -> Callable[[], Any]:
         async def job() -> None:
             ended = wave.running.get(item)
-            if ended and runs.load(ended)["status"] != "open":
+            status = runs.load_state(ended).status if ended else None
+            if ended and status != "open":
                 # Paid for already (before an interruption): count it, whatever the budget.
                 paid = self._record(
                     wave,
@@ -239,7 +240,7 @@ class BatchRun:
                     self.store.text(item),
                     ended,
                     Tokens(),
-                    runs.load(ended)["status"] == "shipped",
+                    status == "shipped",
                 )
                 self.settle("item", 0.0, paid)
                 return
@@ -321,7 +322,9 @@ class BatchRun:
         """
         outcome = batches.outcome_of_run(item, run_id)
         self.spend(tokens, outcome.cost_usd)
-        output = read_exact(runs.load(run_id)["target"]["path"])
+        path = runs.load_state(run_id).target.path
+        assert path is not None  # an item's run reviews a file (its text, copied)
+        output = read_exact(path)
         if shipped and output != text:
             self.change(item, text, output, via="run", run_id=run_id)
         wave.outcomes[item] = outcome

@@ -32,13 +32,13 @@ from santa_method.state import log as runlog
 from santa_method.state import store as run_store
 from santa_method.state.atomic import replace_text
 from santa_method.state.jsonfile import write_atomic
-from santa_method.state.model import (
+from santa_method.state.model.batch import (
     BATCH_STATE_VERSION,
     BatchOptionsRecord,
     BatchState,
     ItemRecord,
-    StateError,
 )
+from santa_method.state.model.reading import StateError
 from santa_method.state.paths import ensure_santa_dir, santa_dir
 from santa_method.state.redact import redact
 

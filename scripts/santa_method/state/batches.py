@@ -46,7 +46,7 @@ from santa_method.state.batch_files import (
     open_batch,
     save,
 )
-from santa_method.state.model import BatchState, PlanRecord, Wave
+from santa_method.state.model.batch import BatchState, PlanRecord, Wave
 
 
 def first_draw(state: BatchState, store: ItemStore) -> Wave:
@@ -67,32 +67,31 @@ def first_draw(state: BatchState, store: ItemStore) -> Wave:
 def outcome_of_run(item_id: str, run_id: str) -> ItemOutcome:
     """An item's outcome read from its finished run (how `santa batch record`
     and a resumed batch learn what a run decided, without trusting anyone)."""
-    state = run_store.load(run_id)
-    if state["status"] == "open":
+    state = run_store.load_state(run_id)
+    if state.status == "open":
         raise InputError(f"run {run_id} is still open; finish it (ship or escalate) first")
-    first = state["rounds"][0]
     criteria: list[str] = []
-    for gate in first.get("gates") or []:
+    for gate in state.rounds[0].gates:
         # A problem counts once, under its primary criterion (core/batch_rules.py).
-        criteria.extend(issue["criterion"] for issue in gate.get("issues") or [])
-    status = "escalated"
-    if state["status"] == "shipped":
-        status = "fixed" if criteria or len(state["rounds"]) > 1 else "passed"
+        criteria.extend(issue.criterion for issue in gate.issues)
+    status: batch_rules.Status = "escalated"
+    if state.status == "shipped":
+        status = "fixed" if criteria or len(state.rounds) > 1 else "passed"
     records = (
-        [r for r in runlog.read(state["log"]).records if r.get("run_id") == run_id]
-        if Path(state["log"]).exists()
+        [r for r in runlog.read(state.log).records if r.get("run_id") == run_id]
+        if Path(state.log).exists()
         else []
     )
     report = None
-    if state["status"] == "escalated":
+    if state.status == "escalated":
         candidate = run_store.run_dir(run_id) / "report.md"
         report = str(candidate) if candidate.exists() else None
     return ItemOutcome(
         item=item_id,
         run_id=run_id,
-        status=status,  # type: ignore[arg-type]
+        status=status,
         criteria=tuple(dict.fromkeys(criteria)),
-        rounds=len(state["rounds"]),
+        rounds=len(state.rounds),
         cost_usd=runlog.logged_cost(records, run_id),
         report=report,
     )

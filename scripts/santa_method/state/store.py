@@ -27,6 +27,8 @@ from santa_method.core.files import read_exact
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
 from santa_method.state.jsonfile import write_atomic
+from santa_method.state.model.reading import StateError
+from santa_method.state.model.run import RunState
 from santa_method.state.open_runs import mark_finished
 from santa_method.state.paths import santa_dir
 
@@ -90,6 +92,38 @@ def load(run_id: str) -> dict[str, Any]:
     return json.loads(state_file.read_text(encoding="utf-8"))
 
 
+def _typed(run_id: str, data: Any) -> RunState:
+    try:
+        return RunState.from_json(data)
+    except StateError as exc:
+        raise InputError(
+            f"the state of run '{run_id}' cannot be read by this santa: {exc}"
+        ) from None
+
+
+def load_state(run_id: str) -> RunState:
+    """A snapshot of the run's state as typed records (read-only use); a
+    file this version cannot read is an InputError naming its key."""
+    try:
+        return _typed(run_id, load(run_id))
+    except ValueError as exc:
+        raise InputError(f"the state of run '{run_id}' is unreadable: {exc}") from None
+
+
+@contextlib.contextmanager
+def locked_state(run_id: str) -> Iterator[RunState]:
+    """`locked`, as typed records: saved on a clean exit only."""
+    with locked(run_id) as data:
+        state = _typed(run_id, data)
+        yield state
+        data.clear()
+        data.update(state.to_json())
+
+
+def save_state(state: RunState) -> None:
+    save(run_dir(state.id), state.to_json())
+
+
 def list_run_ids() -> list[str]:
     base = runs_dir()
     if not base.is_dir():
@@ -132,5 +166,5 @@ def merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:
 
 def last_flags(run_id: str) -> list[MergedIssue]:
     """The merged flags of the run's last gate (what a fix is owed for)."""
-    gated = [r for r in load(run_id)["rounds"] if r["gates"]]
-    return merged_from_json(gated[-1]["gates"][-1]["issues"]) if gated else []
+    gated = [r for r in load_state(run_id).rounds if r.gates]
+    return list(gated[-1].gates[-1].issues) if gated else []

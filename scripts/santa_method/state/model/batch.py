@@ -1,142 +1,37 @@
-"""The state santa keeps on disk, as typed records: a batch, its waves and items.
+"""A batch's state as typed records: its options, items, waves, plans, screens.
 
-Why typed: the state is read and changed by several modules (the batch's
-files and book, the headless batch, the batch inside Claude Code, the CI
-reports), and a misspelt key in a plain dict is a bug found at run time,
-in someone's batch. Here each record says what it holds, and mypy checks
-every use.
-
-Why plain dataclasses with explicit `from_json` / `to_json`: the JSON
-files are a contract (a batch is resumed, recorded and reported from
-them, by this version or the next), so the conversion is written out, key
-by key, in the order today's files hold them: a state loaded and saved
-again is the same file, byte for byte. `from_json` reads files written by
-earlier versions (keys added since have defaults) and refuses anything
-else with a sentence naming the key (`StateError`), never a KeyError.
+`BatchState` is a batch's `state.json` (`state/batch_files.py` loads and
+saves it); why typed and why converted key by key: `state/model/__init__.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, cast
 
 from santa_method.core.batch_rules import Decision, ItemOutcome
-from santa_method.core.errors import InputError
 from santa_method.core.sampling import Plan, Stratum
+from santa_method.state.model.reading import (
+    StateError,
+    bool_,
+    get,
+    int_,
+    is_int,
+    is_num,
+    obj,
+    objects,
+    opt_int,
+    opt_num,
+    opt_str,
+    str_,
+    strs,
+    top,
+)
 
 BATCH_STATE_VERSION = 1
 
-T = TypeVar("T")
 ScreenResult = Literal["clean", "flagged", "unusable"]
-
-
-class StateError(InputError):
-    """A state file this version cannot read: the message names the key."""
-
-
-# ---------------------------------------------------------------- reading JSON
-
-
-_MISSING: Any = object()
-
-
-def _get(
-    data: Mapping[str, Any],
-    key: str,
-    where: str,
-    check: Callable[[Any], bool],
-    what: str,
-    default: Any = _MISSING,
-) -> Any:
-    if key not in data:
-        if default is _MISSING:
-            raise StateError(f"{where}.{key} is missing")
-        return default
-    value = data[key]
-    if not check(value):
-        raise StateError(f"{where}.{key} is not {what}")
-    return value
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
-
-
-def _str(d: Mapping[str, Any], k: str, w: str, default: Any = _MISSING) -> str:
-    return cast(str, _get(d, k, w, lambda v: isinstance(v, str), "a string", default))
-
-
-def _opt_str(d: Mapping[str, Any], k: str, w: str) -> str | None:
-    return cast(
-        "str | None",
-        _get(d, k, w, lambda v: v is None or isinstance(v, str), "a string or null", None),
-    )
-
-
-def _int(d: Mapping[str, Any], k: str, w: str, default: Any = _MISSING) -> int:
-    return cast(int, _get(d, k, w, _is_int, "a whole number", default))
-
-
-def _opt_int(d: Mapping[str, Any], k: str, w: str) -> int | None:
-    return cast(
-        "int | None",
-        _get(d, k, w, lambda v: v is None or _is_int(v), "a whole number or null", None),
-    )
-
-
-def _opt_num(d: Mapping[str, Any], k: str, w: str) -> float | None:
-    return cast(
-        "float | None", _get(d, k, w, lambda v: v is None or _is_num(v), "a number or null", None)
-    )
-
-
-def _bool(d: Mapping[str, Any], k: str, w: str, default: Any = _MISSING) -> bool:
-    return cast(bool, _get(d, k, w, lambda v: isinstance(v, bool), "true or false", default))
-
-
-def _strs(d: Mapping[str, Any], k: str, w: str, default: Any = _MISSING) -> list[str]:
-    value = _get(
-        d,
-        k,
-        w,
-        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
-        "a list of strings",
-        default,
-    )
-    return list(value)
-
-
-def _obj(d: Mapping[str, Any], k: str, w: str, default: Any = _MISSING) -> dict[str, Any]:
-    return cast(
-        "dict[str, Any]", _get(d, k, w, lambda v: isinstance(v, dict), "an object", default)
-    )
-
-
-def _each(
-    d: Mapping[str, Any],
-    k: str,
-    w: str,
-    read: Callable[[Mapping[str, Any], str], T],
-    default: Any = _MISSING,
-) -> dict[str, T]:
-    """An object of objects, each read by `read`."""
-    return _objects(_obj(d, k, w, default), f"{w}.{k}", read)
-
-
-def _objects(
-    found: Mapping[str, Any], w: str, read: Callable[[Mapping[str, Any], str], T]
-) -> dict[str, T]:
-    out: dict[str, T] = {}
-    for key, value in found.items():
-        if not isinstance(value, dict):
-            raise StateError(f"{w}[{key!r}] is not an object")
-        out[key] = read(value, f"{w}[{key!r}]")
-    return out
 
 
 # ---------------------------------------------------------------- a batch
@@ -212,7 +107,7 @@ class BatchOptionsRecord:
     def from_json(cls, d: Mapping[str, Any], w: str = "options") -> BatchOptionsRecord:
         headless = None
         if "backend" in d:
-            models = _get(
+            models = get(
                 d,
                 "models",
                 w,
@@ -220,27 +115,27 @@ class BatchOptionsRecord:
                 "a list of strings or null",
             )
             headless = HeadlessBatchOptions(
-                max_fixes=_int(d, "max_fixes", w),
-                reviewers=_int(d, "reviewers", w),
+                max_fixes=int_(d, "max_fixes", w),
+                reviewers=int_(d, "reviewers", w),
                 models=list(models) if models is not None else None,
-                backend=_str(d, "backend", w),
-                max_cost_usd=_opt_num(d, "max_cost_usd", w),
+                backend=str_(d, "backend", w),
+                max_cost_usd=opt_num(d, "max_cost_usd", w),
             )
         return cls(
-            rate=_opt_num(d, "rate", w),
-            minimum=_opt_int(d, "minimum", w),
-            prevalence=_opt_num(d, "prevalence", w),
-            confidence=_opt_num(d, "confidence", w),
-            stratified=_bool(d, "stratified", w),
-            exclude=_strs(d, "exclude", w),
-            max_resamples=_int(d, "max_resamples", w),
-            rubric=_obj(d, "rubric", w),
-            field=_str(d, "field", w),
-            systemic_min=_int(d, "systemic_min", w),
-            systemic_share=_opt_num(d, "systemic_share", w),
-            in_place=_bool(d, "in_place", w),
+            rate=opt_num(d, "rate", w),
+            minimum=opt_int(d, "minimum", w),
+            prevalence=opt_num(d, "prevalence", w),
+            confidence=opt_num(d, "confidence", w),
+            stratified=bool_(d, "stratified", w),
+            exclude=strs(d, "exclude", w),
+            max_resamples=int_(d, "max_resamples", w),
+            rubric=obj(d, "rubric", w),
+            field=str_(d, "field", w),
+            systemic_min=int_(d, "systemic_min", w),
+            systemic_share=opt_num(d, "systemic_share", w),
+            in_place=bool_(d, "in_place", w),
             headless=headless,
-            seed=_opt_int(d, "seed", w),
+            seed=opt_int(d, "seed", w),
         )
 
 
@@ -269,14 +164,14 @@ class ItemRecord:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> ItemRecord:
-        record = _get(
+        record = get(
             d, "record", w, lambda v: v is None or isinstance(v, dict), "an object or null", None
         )
         return cls(
-            id=_str(d, "id", w),
-            stratum=_opt_str(d, "stratum", w),
-            path=_opt_str(d, "path", w),
-            sha256=_opt_str(d, "sha256", w),
+            id=str_(d, "id", w),
+            stratum=opt_str(d, "stratum", w),
+            path=opt_str(d, "path", w),
+            sha256=opt_str(d, "sha256", w),
             record=record,
         )
 
@@ -318,7 +213,7 @@ class PlanRecord:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> PlanRecord:
-        strata = _get(
+        strata = get(
             d, "strata", w, lambda v: v is None or isinstance(v, list), "a list or null", None
         )
         try:
@@ -333,21 +228,21 @@ class PlanRecord:
         except (KeyError, TypeError, ValueError):
             raise StateError(f"{w}.strata holds a stratum without its counts") from None
         return cls(
-            n=_int(d, "n", w),
-            population=_int(d, "population", w),
-            detection_probability=_opt_num(d, "detection_probability", w),
-            items=[str(i) for i in _get(d, "items", w, lambda v: isinstance(v, list), "a list")],
-            method=_str(d, "method", w),
-            seed=_int(d, "seed", w),
+            n=int_(d, "n", w),
+            population=int_(d, "population", w),
+            detection_probability=opt_num(d, "detection_probability", w),
+            items=[str(i) for i in get(d, "items", w, lambda v: isinstance(v, list), "a list")],
+            method=str_(d, "method", w),
+            seed=int_(d, "seed", w),
             strata=read,
-            statement=_str(d, "statement", w),
-            prevalence=cast(float, _get(d, "prevalence", w, _is_num, "a number")),
-            defective=_int(d, "defective", w),
-            confidence=_opt_num(d, "confidence", w),
-            rate=_opt_num(d, "rate", w),
-            minimum=_opt_int(d, "minimum", w),
-            excluded=_int(d, "excluded", w, 0),
-            notes=_strs(d, "notes", w, []),
+            statement=str_(d, "statement", w),
+            prevalence=cast(float, get(d, "prevalence", w, is_num, "a number")),
+            defective=int_(d, "defective", w),
+            confidence=opt_num(d, "confidence", w),
+            rate=opt_num(d, "rate", w),
+            minimum=opt_int(d, "minimum", w),
+            excluded=int_(d, "excluded", w, 0),
+            notes=strs(d, "notes", w, []),
         )
 
 
@@ -401,43 +296,43 @@ class ScreenRecord:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> ScreenRecord:
-        result = _str(d, "result", w)
+        result = str_(d, "result", w)
         if result not in ("clean", "flagged", "unusable"):
             raise StateError(f"{w}.result is not clean, flagged or unusable")
         fix = None
         if "flags" in d:
             fix = ScreenFix(
-                cost_usd=_opt_num(d, "fix_cost_usd", w),
-                flags=_int(d, "flags", w),
-                notes=_str(d, "notes", w, ""),
-                path=_opt_str(d, "path", w),
+                cost_usd=opt_num(d, "fix_cost_usd", w),
+                flags=int_(d, "flags", w),
+                notes=str_(d, "notes", w, ""),
+                path=opt_str(d, "path", w),
             )
-        errors = _strs(d, "errors", w, None) if "errors" in d else None
+        errors = strs(d, "errors", w, None) if "errors" in d else None
         return cls(
             result=cast(ScreenResult, result),
-            fixed=_bool(d, "fixed", w, False),
-            cost_usd=_opt_num(d, "cost_usd", w),
-            run_id=_opt_str(d, "run_id", w),
+            fixed=bool_(d, "fixed", w, False),
+            cost_usd=opt_num(d, "cost_usd", w),
+            run_id=opt_str(d, "run_id", w),
             errors=errors,
             fix=fix,
         )
 
 
 def _outcome(d: Mapping[str, Any], w: str) -> ItemOutcome:
-    status = _str(d, "status", w)
+    status = str_(d, "status", w)
     if status not in ("passed", "fixed", "escalated"):
         raise StateError(f"{w}.status is not passed, fixed or escalated")
-    _str(d, "item", w)
-    _strs(d, "criteria", w, [])
+    str_(d, "item", w)
+    strs(d, "criteria", w, [])
     return ItemOutcome.from_json(d)
 
 
 def _decision(d: Mapping[str, Any], w: str) -> Decision:
-    step = _str(d, "step", w)
+    step = str_(d, "step", w)
     if step not in ("accept", "screen", "resample", "escalate"):
         raise StateError(f"{w}.step is not accept, screen, resample or escalate")
     return Decision(
-        cast(Any, step), tuple(_strs(d, "criteria", w, [])), tuple(_strs(d, "reasons", w, []))
+        cast(Any, step), tuple(strs(d, "criteria", w, [])), tuple(strs(d, "reasons", w, []))
     )
 
 
@@ -487,29 +382,29 @@ class Wave:
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> Wave:
-        running = _obj(d, "running", w, {})
+        running = obj(d, "running", w, {})
         if not all(isinstance(v, str) for v in running.values()):
             raise StateError(f"{w}.running holds a run id that is not a string")
-        decision = _get(
+        decision = get(
             d, "decision", w, lambda v: v is None or isinstance(v, dict), "an object or null", None
         )
-        screens = _obj(d, "screens", w, {})
+        screens = obj(d, "screens", w, {})
         return cls(
-            number=_int(d, "number", w),
-            drawn=_opt_str(d, "drawn", w),
-            plan=PlanRecord.from_json(_obj(d, "plan", w), f"{w}.plan"),
-            items=_strs(d, "items", w),
-            outcomes=_each(d, "outcomes", w, _outcome, {}),
+            number=int_(d, "number", w),
+            drawn=opt_str(d, "drawn", w),
+            plan=PlanRecord.from_json(obj(d, "plan", w), f"{w}.plan"),
+            items=strs(d, "items", w),
+            outcomes=objects(obj(d, "outcomes", w, {}), f"{w}.outcomes", _outcome),
             running=dict(running),
-            skipped=_strs(d, "skipped", w, []),
-            screened=_bool(d, "screened", w, False),
+            skipped=strs(d, "skipped", w, []),
+            screened=bool_(d, "screened", w, False),
             screens={
-                c: _objects(by_item, f"{w}.screens[{c!r}]", ScreenRecord.from_json)
-                for c, by_item in _objects(screens, f"{w}.screens", lambda v, _w: v).items()
+                c: objects(by_item, f"{w}.screens[{c!r}]", ScreenRecord.from_json)
+                for c, by_item in objects(screens, f"{w}.screens", lambda v, _w: v).items()
             },
             decision=None if decision is None else _decision(decision, f"{w}.decision"),
-            screening=_strs(d, "screening", w, None) if d.get("screening") is not None else None,
-            screening_since=_opt_str(d, "screening_since", w),
+            screening=strs(d, "screening", w, None) if d.get("screening") is not None else None,
+            screening_since=opt_str(d, "screening_since", w),
         )
 
 
@@ -588,23 +483,16 @@ class BatchState:
     def from_json(cls, d: Any) -> BatchState:
         """The state as a file holds it; StateError names what is wrong."""
         w = "state"
-        if not isinstance(d, dict):
-            raise StateError("the file does not hold a JSON object")
-        version = _int(d, "version", w, BATCH_STATE_VERSION)
-        if version > BATCH_STATE_VERSION:
-            raise StateError(
-                f"it was written by a newer santa (state version {version}; this one reads "
-                f"up to {BATCH_STATE_VERSION}): upgrade santa-method"
-            )
-        items = _get(d, "items", w, lambda v: isinstance(v, list), "a list")
-        waves = _get(d, "waves", w, lambda v: isinstance(v, list), "a list", [])
+        d, version = top(d, BATCH_STATE_VERSION)
+        items = get(d, "items", w, lambda v: isinstance(v, list), "a list")
+        waves = get(d, "waves", w, lambda v: isinstance(v, list), "a list", [])
         for where, entries in (("items", items), ("waves", waves)):
             for n, entry in enumerate(entries):
                 if not isinstance(entry, dict):
                     raise StateError(f"{w}.{where}[{n}] is not an object")
-        tokens = _obj(d, "tokens", w, {})
-        changed = _obj(d, "changed", w, {})
-        rubrics = _get(
+        tokens = obj(d, "tokens", w, {})
+        changed = obj(d, "changed", w, {})
+        rubrics = get(
             d,
             "screen_rubrics",
             w,
@@ -612,35 +500,35 @@ class BatchState:
             "an object or null",
             None,
         )
-        reasons = _get(
+        reasons = get(
             d, "reasons", w, lambda v: v is None or isinstance(v, list), "a list or null", None
         )
         return cls(
-            id=_str(d, "id", w),
-            status=_str(d, "status", w),
-            mode=_str(d, "mode", w, "headless"),
-            fingerprint=_str(d, "fingerprint", w, ""),
-            seed=_int(d, "seed", w),
-            options=BatchOptionsRecord.from_json(_obj(d, "options", w), f"{w}.options"),
+            id=str_(d, "id", w),
+            status=str_(d, "status", w),
+            mode=str_(d, "mode", w, "headless"),
+            fingerprint=str_(d, "fingerprint", w, ""),
+            seed=int_(d, "seed", w),
+            options=BatchOptionsRecord.from_json(obj(d, "options", w), f"{w}.options"),
             items=[ItemRecord.from_json(e, f"{w}.items[{n}]") for n, e in enumerate(items)],
-            spec_sha256=_str(d, "spec_sha256", w, ""),
+            spec_sha256=str_(d, "spec_sha256", w, ""),
             waves=[Wave.from_json(e, f"{w}.waves[{n}]") for n, e in enumerate(waves)],
-            cost_usd=_opt_num(d, "cost_usd", w) if "cost_usd" in d else 0.0,
-            tokens={str(k): int(v) for k, v in tokens.items() if _is_int(v)},
+            cost_usd=opt_num(d, "cost_usd", w) if "cost_usd" in d else 0.0,
+            tokens={str(k): int(v) for k, v in tokens.items() if is_int(v)},
             changed={str(k): str(v) for k, v in changed.items()},
             version=version,
-            created=_str(d, "created", w, ""),
-            rubric_ref=_opt_str(d, "rubric_ref", w),
-            rubric_hash=_opt_str(d, "rubric_hash", w),
+            created=str_(d, "created", w, ""),
+            rubric_ref=opt_str(d, "rubric_ref", w),
+            rubric_hash=opt_str(d, "rubric_hash", w),
             screen_rubrics=None
             if rubrics is None
             else {
                 c: ScreenRubric(
-                    _str(r, "path", f"{w}.screen_rubrics[{c!r}]"),
-                    _str(r, "hash", f"{w}.screen_rubrics[{c!r}]"),
+                    str_(r, "path", f"{w}.screen_rubrics[{c!r}]"),
+                    str_(r, "hash", f"{w}.screen_rubrics[{c!r}]"),
                 )
-                for c, r in _each(d, "screen_rubrics", w, lambda r, _w: r).items()
+                for c, r in objects(rubrics, f"{w}.screen_rubrics", lambda r, _w: r).items()
             },
-            verdict=_opt_str(d, "verdict", w),
+            verdict=opt_str(d, "verdict", w),
             reasons=None if reasons is None else [str(r) for r in reasons],
         )

@@ -1,0 +1,424 @@
+"""A run's state as typed records: the run, its target, rounds, slots, gates, fixes.
+
+Why typed, and why written out key by key: see `state/model/__init__.py`.
+A run's `state.json` is read and changed under its lock by the faces
+(`santa round`, `santa gate`, the hooks, the headless loop); `RunState`
+says what it holds. `to_json` writes the keys in the order today's files
+hold them, an optional group only when it is there, so a state loaded and
+saved again is the same file, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from santa_method.core.types import MergedIssue
+from santa_method.state.model.reading import (
+    StateError,
+    bool_,
+    int_,
+    list_,
+    obj,
+    opt_int,
+    opt_num,
+    opt_str,
+    opt_strs,
+    str_,
+    strs,
+    top,
+)
+
+RUN_STATE_VERSION = 1
+
+
+@dataclass
+class Target:
+    """What a run reviews: a file (`path`; `original` when the run reviews a
+    working copy of it) or a git diff against `rev` in `cwd`."""
+
+    kind: str
+    path: str | None = None
+    original: str | None = None
+    rev: str | None = None
+    cwd: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind}
+        for key in ("path", "original", "rev", "cwd"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        return data
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], w: str) -> Target:
+        return cls(
+            kind=str_(d, "kind", w),
+            path=opt_str(d, "path", w),
+            original=opt_str(d, "original", w),
+            rev=opt_str(d, "rev", w),
+            cwd=opt_str(d, "cwd", w),
+        )
+
+
+@dataclass
+class Slot:
+    """One reviewer's place in a round, once a reply fills it.
+
+    A reply from a reviewer (the hook, the headless loop) carries its agent,
+    transcript and cost (`agent_id` set); one handed to the gate as a file
+    (`santa gate --review`) carries its `file`. The gate marks what it saw
+    (`gated_valid`, `gated_verdict`): a gated slot is never refilled.
+    """
+
+    reply: str
+    stored: str
+    agent_id: str | None = None
+    transcript_path: str = ""
+    transcript_source: str = ""
+    failed: bool = False
+    errors: list[str] = field(default_factory=list)
+    tokens: int | None = None
+    cost_usd: float | None = None
+    token_detail: dict[str, int] | None = None
+    file: str | None = None
+    gated_valid: bool | None = None
+    gated_verdict: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"reply": self.reply}
+        if self.agent_id is not None:
+            data.update(
+                agent_id=self.agent_id,
+                transcript_path=self.transcript_path,
+                transcript_source=self.transcript_source,
+                failed=self.failed,
+                errors=list(self.errors),
+                tokens=self.tokens,
+                cost_usd=self.cost_usd,
+                token_detail=None if self.token_detail is None else dict(self.token_detail),
+            )
+        if self.file is not None:
+            data["file"] = self.file
+        data["stored"] = self.stored
+        if self.gated_valid is not None:
+            data.update(gated_valid=self.gated_valid, gated_verdict=self.gated_verdict)
+        return data
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], w: str) -> Slot:
+        detail = obj(d, "token_detail", w, None) if d.get("token_detail") is not None else None
+        return cls(
+            reply=str_(d, "reply", w, ""),
+            stored=str_(d, "stored", w, ""),
+            agent_id=opt_str(d, "agent_id", w),
+            transcript_path=str_(d, "transcript_path", w, ""),
+            transcript_source=str_(d, "transcript_source", w, ""),
+            failed=bool_(d, "failed", w, False),
+            errors=strs(d, "errors", w, []),
+            tokens=opt_int(d, "tokens", w),
+            cost_usd=opt_num(d, "cost_usd", w),
+            token_detail=None if detail is None else {str(k): int(v) for k, v in detail.items()},
+            file=opt_str(d, "file", w),
+            gated_valid=None if d.get("gated_valid") is None else bool_(d, "gated_valid", w),
+            gated_verdict=opt_str(d, "gated_verdict", w),
+        )
+
+
+def _issue(d: Mapping[str, Any], w: str) -> MergedIssue:
+    str_(d, "criterion", w)
+    str_(d, "issue", w)
+    return MergedIssue.from_json(dict(d))
+
+
+@dataclass
+class Gate:
+    """One gate of a round: the verdict, what comes next, and why."""
+
+    round: int
+    verdict: str
+    next: str
+    issues: list[MergedIssue]
+    suggestions: list[Any]
+    agreement: float | None
+    reasons: list[str]
+    ts: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "round": self.round,
+            "verdict": self.verdict,
+            "next": self.next,
+            "issues": [i.to_json() for i in self.issues],
+            "suggestions": list(self.suggestions),
+            "agreement": self.agreement,
+            "reasons": list(self.reasons),
+            "ts": self.ts,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], w: str) -> Gate:
+        return cls(
+            round=int_(d, "round", w),
+            verdict=str_(d, "verdict", w),
+            next=str_(d, "next", w),
+            issues=[
+                _issue(i, f"{w}.issues[{n}]") for n, i in enumerate(list_(d, "issues", w, [], dict))
+            ],
+            suggestions=list(list_(d, "suggestions", w, [])),
+            agreement=opt_num(d, "agreement", w),
+            reasons=strs(d, "reasons", w, []),
+            ts=str_(d, "ts", w, ""),
+        )
+
+
+@dataclass
+class Round:
+    """One round: the output under review (by its hash), the reviewers'
+    assignment and instruction, the slots they fill, and its gates."""
+
+    round: int
+    opened: str
+    canary: str
+    boundary: str
+    assignment: str
+    instruction: str
+    output_sha256: str
+    open: bool
+    rereviews: int
+    capacity: int
+    spawned: int
+    slots: dict[str, Slot | None]
+    gates: list[Gate] = field(default_factory=list)
+    assignment_sha256: str | None = None
+    spawn_ids: list[str] | None = None
+    """Inside Claude Code: the reviewer spawns the guard let through."""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "round": self.round,
+            "opened": self.opened,
+            "canary": self.canary,
+            "boundary": self.boundary,
+            "assignment": self.assignment,
+            "instruction": self.instruction,
+            "output_sha256": self.output_sha256,
+            "open": self.open,
+            "rereviews": self.rereviews,
+            "capacity": self.capacity,
+            "spawned": self.spawned,
+            "slots": {k: None if s is None else s.to_json() for k, s in self.slots.items()},
+            "gates": [g.to_json() for g in self.gates],
+        }
+        if self.assignment_sha256 is not None:
+            data["assignment_sha256"] = self.assignment_sha256
+        if self.spawn_ids is not None:
+            data["spawn_ids"] = list(self.spawn_ids)
+        return data
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], w: str) -> Round:
+        slots: dict[str, Slot | None] = {}
+        for label, slot in obj(d, "slots", w).items():
+            if slot is not None and not isinstance(slot, dict):
+                raise StateError(f"{w}.slots[{label!r}] is not an object or null")
+            slots[label] = None if slot is None else Slot.from_json(slot, f"{w}.slots[{label!r}]")
+        return cls(
+            round=int_(d, "round", w),
+            opened=str_(d, "opened", w, ""),
+            canary=str_(d, "canary", w),
+            boundary=str_(d, "boundary", w),
+            assignment=str_(d, "assignment", w),
+            instruction=str_(d, "instruction", w, ""),
+            output_sha256=str_(d, "output_sha256", w),
+            open=bool_(d, "open", w),
+            rereviews=int_(d, "rereviews", w, 0),
+            capacity=int_(d, "capacity", w, len(slots)),
+            spawned=int_(d, "spawned", w, 0),
+            slots=slots,
+            gates=[
+                Gate.from_json(g, f"{w}.gates[{n}]")
+                for n, g in enumerate(list_(d, "gates", w, [], dict))
+            ],
+            assignment_sha256=opt_str(d, "assignment_sha256", w),
+            spawn_ids=opt_strs(d, "spawn_ids", w),
+        )
+
+
+@dataclass
+class Fix:
+    """A fix the fixer made after a round (`santa log fix`)."""
+
+    after_round: int
+    ts: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"after_round": self.after_round, "ts": self.ts}
+
+
+@dataclass
+class LastGate:
+    round: int
+    verdict: str
+    next: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"round": self.round, "verdict": self.verdict, "next": self.next}
+
+
+@dataclass
+class Fixer:
+    """The fixer's assignment of the round that asked for a fix."""
+
+    round: int
+    instruction: str
+    assignment: str
+    assignment_sha256: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "round": self.round,
+            "instruction": self.instruction,
+            "assignment": self.assignment,
+        }
+        if self.assignment_sha256 is not None:
+            data["assignment_sha256"] = self.assignment_sha256
+        return data
+
+
+@dataclass
+class Escalation:
+    """Why a run was escalated; `questions` when the fixer asked a person."""
+
+    round: int
+    reasons: list[str]
+    questions: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"round": self.round, "reasons": list(self.reasons)}
+        if self.questions is not None:
+            data["questions"] = [dict(q) for q in self.questions]
+        return data
+
+
+@dataclass
+class RunState:
+    """A run's `state.json`."""
+
+    id: str
+    created: str
+    status: str
+    """open, shipped or escalated."""
+    target: Target
+    rubric: str
+    rubric_hash: str
+    reviewers: int
+    max_fixes: int
+    budget_usd: float | None
+    source: str
+    """Where the reviews come from: hook, files or api (`state/sources.py`)."""
+    models: list[str] | None
+    pre_check: str | None
+    cwd: str
+    log: str
+    boundary: str
+    spec_sha256: str
+    rubric_md_sha256: str
+    rounds: list[Round] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)
+    last_gate: LastGate | None = None
+    fixer: Fixer | None = None
+    escalation: Escalation | None = None
+    in_place: bool = False
+    version: int = RUN_STATE_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "id": self.id,
+            "created": self.created,
+            "status": self.status,
+            "target": self.target.to_json(),
+            "rubric": self.rubric,
+            "rubric_hash": self.rubric_hash,
+            "reviewers": self.reviewers,
+            "max_fixes": self.max_fixes,
+            "budget_usd": self.budget_usd,
+            "source": self.source,
+            "models": None if self.models is None else list(self.models),
+            "pre_check": self.pre_check,
+            "cwd": self.cwd,
+            "log": self.log,
+            "boundary": self.boundary,
+            "spec_sha256": self.spec_sha256,
+            "rubric_md_sha256": self.rubric_md_sha256,
+            "rounds": [r.to_json() for r in self.rounds],
+            "fixes": [f.to_json() for f in self.fixes],
+            "last_gate": None if self.last_gate is None else self.last_gate.to_json(),
+            "fixer": None if self.fixer is None else self.fixer.to_json(),
+            "escalation": None if self.escalation is None else self.escalation.to_json(),
+            "in_place": self.in_place,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any) -> RunState:
+        """The state as a file holds it; StateError names what is wrong."""
+        w = "state"
+        d, version = top(d, RUN_STATE_VERSION)
+        last = obj(d, "last_gate", w, None) if d.get("last_gate") is not None else None
+        fixer = obj(d, "fixer", w, None) if d.get("fixer") is not None else None
+        esc = obj(d, "escalation", w, None) if d.get("escalation") is not None else None
+        return cls(
+            version=version,
+            id=str_(d, "id", w),
+            created=str_(d, "created", w, ""),
+            status=str_(d, "status", w),
+            target=Target.from_json(obj(d, "target", w), f"{w}.target"),
+            rubric=str_(d, "rubric", w, ""),
+            rubric_hash=str_(d, "rubric_hash", w, ""),
+            reviewers=int_(d, "reviewers", w),
+            max_fixes=int_(d, "max_fixes", w),
+            budget_usd=opt_num(d, "budget_usd", w),
+            source=str_(d, "source", w),
+            models=opt_strs(d, "models", w),
+            pre_check=opt_str(d, "pre_check", w),
+            cwd=str_(d, "cwd", w, ""),
+            log=str_(d, "log", w),
+            boundary=str_(d, "boundary", w, ""),
+            spec_sha256=str_(d, "spec_sha256", w, ""),
+            rubric_md_sha256=str_(d, "rubric_md_sha256", w, ""),
+            rounds=[
+                Round.from_json(r, f"{w}.rounds[{n}]")
+                for n, r in enumerate(list_(d, "rounds", w, of=dict))
+            ],
+            fixes=[
+                Fix(int_(f, "after_round", f"{w}.fixes[{n}]"), str_(f, "ts", f"{w}.fixes[{n}]", ""))
+                for n, f in enumerate(list_(d, "fixes", w, [], dict))
+            ],
+            last_gate=None
+            if last is None
+            else LastGate(
+                int_(last, "round", f"{w}.last_gate"),
+                str_(last, "verdict", f"{w}.last_gate"),
+                str_(last, "next", f"{w}.last_gate"),
+            ),
+            fixer=None
+            if fixer is None
+            else Fixer(
+                round=int_(fixer, "round", f"{w}.fixer"),
+                instruction=str_(fixer, "instruction", f"{w}.fixer", ""),
+                assignment=str_(fixer, "assignment", f"{w}.fixer"),
+                assignment_sha256=opt_str(fixer, "assignment_sha256", f"{w}.fixer"),
+            ),
+            escalation=None
+            if esc is None
+            else Escalation(
+                round=int_(esc, "round", f"{w}.escalation"),
+                reasons=strs(esc, "reasons", f"{w}.escalation", []),
+                questions=None
+                if esc.get("questions") is None
+                else list(list_(esc, "questions", f"{w}.escalation", of=dict)),
+            ),
+            in_place=bool_(d, "in_place", w, False),
+        )
