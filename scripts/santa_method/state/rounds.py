@@ -30,21 +30,27 @@ from santa_method.core.gate import default_labels
 from santa_method.core.types import Rubric
 from santa_method.state import sources
 from santa_method.state.atomic import replace_text
+from santa_method.state.model.run import Round, RunState
 from santa_method.state.paths import default_log_path, ensure_santa_dir
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
-    STATE_VERSION,
     checked_file,
-    load,
-    locked,
+    load_state,
+    locked_state,
     log_record,
     new_run_id,
     now,
     run_dir,
-    save,
+    save_state,
     sha256,
 )
-from santa_method.state.target import read_target, run_pre_check, target_name, working_copy
+from santa_method.state.target import (
+    as_target,
+    read_target,
+    run_pre_check,
+    target_name,
+    working_copy,
+)
 
 
 @dataclass(frozen=True)
@@ -70,71 +76,75 @@ class RoundOpened:
         }
 
 
-def _opened(state: dict[str, Any], rereview: bool) -> RoundOpened:
-    r = state["rounds"][-1]
-    slots = tuple(label for label, slot in r["slots"].items() if slot is None)
-    return RoundOpened(
-        state["id"], r["round"], r["assignment"], r["instruction"], r["canary"], slots, rereview
-    )
+def _opened(state: RunState, rereview: bool) -> RoundOpened:
+    r = state.rounds[-1]
+    slots = tuple(label for label, slot in r.slots.items() if slot is None)
+    return RoundOpened(state.id, r.round, r.assignment, r.instruction, r.canary, slots, rereview)
 
 
-def _assignment_body(folder: Path, state: dict[str, Any], r: dict[str, Any]) -> str:
+def _assignment_body(folder: Path, state: RunState, r: Round) -> str:
     """The round's assignment, rebuilt from the run's checked files: the
     same bytes every time, so a tampered file can be detected and restored."""
     return assignments.reviewer_assignment(
-        run_id=state["id"],
-        round_number=r["round"],
-        reviewers=state["reviewers"],
-        rubric_markdown=checked_file(folder / "rubric.md", state.get("rubric_md_sha256"), "rubric"),
-        spec=checked_file(folder / "spec.md", state.get("spec_sha256"), "spec"),
+        run_id=state.id,
+        round_number=r.round,
+        reviewers=state.reviewers,
+        rubric_markdown=checked_file(folder / "rubric.md", state.rubric_md_sha256, "rubric"),
+        spec=checked_file(folder / "spec.md", state.spec_sha256, "spec"),
         output=checked_file(
-            folder / f"round-{r['round']}" / "output.txt", r["output_sha256"], "reviewed output"
+            folder / f"round-{r.round}" / "output.txt", r.output_sha256, "reviewed output"
         ),
-        boundary=r["boundary"],
-        canary=r["canary"],
+        boundary=r.boundary,
+        canary=r.canary,
     )
 
 
-def assignment_intact(r: dict[str, Any]) -> bool:
+def assignment_intact(r: Round | dict[str, Any]) -> bool:
+    """The round's assignment file is what the helper wrote. (Also given
+    the round as JSON by the run modules that still read the state so.)"""
+    path, expected = (
+        (r.assignment, r.assignment_sha256)
+        if isinstance(r, Round)
+        else (r["assignment"], r["assignment_sha256"])
+    )
     try:
-        text = read_exact(r["assignment"])
+        text = read_exact(path)
     except (OSError, UnicodeDecodeError):
         return False
-    return sha256(text) == r["assignment_sha256"]
+    return sha256(text) == expected
 
 
-def _write_round(folder: Path, state: dict[str, Any], number: int, output: str) -> dict[str, Any]:
+def _write_round(folder: Path, state: RunState, number: int, output: str) -> Round:
     if not output.strip():
         raise RefusedError("the output under review is empty; there is nothing to verify")
-    spec = checked_file(folder / "spec.md", state.get("spec_sha256"), "spec")
+    spec = checked_file(folder / "spec.md", state.spec_sha256, "spec")
     # The boundary stays the same for the whole run so the shared prefix is
     # byte-identical across rounds (prompt caches); a fix that put it into
     # the output only costs a new one, never an open fence.
-    if state["boundary"] in output:
-        state["boundary"] = assignments.boundary_for(spec, output)
+    if state.boundary in output:
+        state.boundary = assignments.boundary_for(spec, output)
     round_dir = folder / f"round-{number}"
     round_dir.mkdir(exist_ok=True)
     replace_text(round_dir / "output.txt", output)
     path = round_dir / "assignment.md"
-    labels = default_labels(state["reviewers"])
-    r: dict[str, Any] = {
-        "round": number,
-        "opened": now(),
-        "canary": assignments.new_token(),
-        "boundary": state["boundary"],
-        "assignment": str(path),
-        "instruction": assignments.reviewer_instruction(str(path), state["id"], number),
-        "output_sha256": sha256(output),
-        "open": True,
-        "rereviews": 0,
-        "capacity": len(labels),
-        "spawned": 0,
-        "slots": {label: None for label in labels},
-        "gates": [],
-    }
+    labels = default_labels(state.reviewers)
+    r = Round(
+        round=number,
+        opened=now(),
+        canary=assignments.new_token(),
+        boundary=state.boundary,
+        assignment=str(path),
+        instruction=assignments.reviewer_instruction(str(path), state.id, number),
+        output_sha256=sha256(output),
+        open=True,
+        rereviews=0,
+        capacity=len(labels),
+        spawned=0,
+        slots=dict.fromkeys(labels),
+    )
     body = _assignment_body(folder, state, r)
     replace_text(path, body)
-    r["assignment_sha256"] = sha256(body)
+    r.assignment_sha256 = sha256(body)
     return r
 
 
@@ -188,32 +198,26 @@ def start_run(
     if folder.exists():
         raise InputError(f"run {run_id} exists already")
     log_file = Path(log_path) if log_path else default_log_path()
-    state: dict[str, Any] = {
-        "version": STATE_VERSION,
-        "id": run_id,
-        "created": now(),
-        "status": "open",
-        "target": target,
-        "rubric": rubric_name,
-        "rubric_hash": rubric_hash,
-        "reviewers": reviewers,
-        "max_fixes": max_fixes,
-        "budget_usd": budget_usd,
-        "source": source,
-        "models": models,
-        "pre_check": pre_check,
-        "cwd": work_dir,
-        "log": str(log_file.absolute()),
-        "boundary": assignments.boundary_for(spec, output),
-        "spec_sha256": sha256(spec),
-        "rubric_md_sha256": sha256(rubric_markdown),
-        "rounds": [],
-        "fixes": [],
-        "last_gate": None,
-        "fixer": None,
-        "escalation": None,
-        "in_place": bool(in_place),  # the fixes go to the user's file itself
-    }
+    state = RunState(
+        id=run_id,
+        created=now(),
+        status="open",
+        target=as_target(target),
+        rubric=rubric_name,
+        rubric_hash=rubric_hash,
+        reviewers=reviewers,
+        max_fixes=max_fixes,
+        budget_usd=budget_usd,
+        source=source,
+        models=None if models is None else list(models),
+        pre_check=pre_check,
+        cwd=work_dir,
+        log=str(log_file.absolute()),
+        boundary=assignments.boundary_for(spec, output),
+        spec_sha256=sha256(spec),
+        rubric_md_sha256=sha256(rubric_markdown),
+        in_place=bool(in_place),  # the fixes go to the user's file itself
+    )
     log_record(
         state,
         "run",
@@ -234,8 +238,8 @@ def start_run(
         replace_text(folder / "spec.md", spec)
         replace_text(folder / "rubric.md", rubric_markdown)
         replace_text(folder / "rubric.json", json.dumps(rubric.to_json(), indent=2))
-        state["rounds"].append(_write_round(folder, state, 1, output))
-        save(folder, state)
+        state.rounds.append(_write_round(folder, state, 1, output))
+        save_state(state)
     except BaseException as exc:  # the logged run must not stay open with no folder
         with contextlib.suppress(Exception):
             log_record(state, "escalate", 1, reason=f"the run folder could not be written: {exc}")
@@ -243,55 +247,49 @@ def start_run(
     return _opened(state, False)
 
 
-def _cap_refusal(state: dict[str, Any], number: int) -> str:
-    cap = state["max_fixes"] + 1
+def _cap_refusal(state: RunState, number: int) -> str:
+    cap = state.max_fixes + 1
     return (
         f"round {number} would pass the cap of {cap} round{'s' if cap != 1 else ''} "
-        f"(max_fixes {state['max_fixes']}); run {state['id']} goes to a person instead"
+        f"(max_fixes {state.max_fixes}); run {state.id} goes to a person instead"
     )
 
 
-def _next_round_check(state: dict[str, Any]) -> str:
+def _next_round_check(state: RunState) -> str:
     """What `round start --run` would do now ('rereview' or 'fresh'), or a refusal."""
-    current = state["rounds"][-1]
-    last = state["last_gate"]
-    gated_now = last is not None and last["round"] == current["round"]
-    if state["status"] != "open":
-        reasons = (state.get("escalation") or {}).get("reasons") or []
+    current = state.rounds[-1]
+    last = state.last_gate
+    gated_now = last is not None and last.round == current.round
+    if state.status != "open":
+        reasons = state.escalation.reasons if state.escalation is not None else []
         if (
             gated_now
             and any(r.startswith(FIXES_EXHAUSTED) for r in reasons)
-            and current["round"] + 1 > state["max_fixes"] + 1
+            and current.round + 1 > state.max_fixes + 1
         ):
-            raise RefusedError(
-                _cap_refusal(state, current["round"] + 1) + f" (it is {state['status']})"
-            )
+            raise RefusedError(_cap_refusal(state, current.round + 1) + f" (it is {state.status})")
+        raise RefusedError(f"run {state.id} is {state.status}; no more rounds, start a new run")
+    if current.open or last is None or not gated_now:
         raise RefusedError(
-            f"run {state['id']} is {state['status']}; no more rounds, start a new run"
+            f"round {current.round} of run {state.id} has not been gated yet; "
+            f"run 'santa gate --run {state.id}' first"
         )
-    if current["open"] or not gated_now:
-        raise RefusedError(
-            f"round {current['round']} of run {state['id']} has not been gated yet; "
-            f"run 'santa gate --run {state['id']}' first"
-        )
-    if last["next"] == "rereview":
-        if current["rereviews"] >= MAX_REREVIEWS:
-            raise RefusedError(
-                f"round {current['round']} has had {MAX_REREVIEWS} re-reviews already"
-            )
+    if last.next == "rereview":
+        if current.rereviews >= MAX_REREVIEWS:
+            raise RefusedError(f"round {current.round} has had {MAX_REREVIEWS} re-reviews already")
         return "rereview"
-    if last["next"] != "fix":
+    if last.next != "fix":
         raise RefusedError(
-            f"the last gate of run {state['id']} said '{last['next']}', not 'fix' or 'rereview'; "
-            + ("log the ship instead" if last["next"] == "ship" else "no new round")
+            f"the last gate of run {state.id} said '{last.next}', not 'fix' or 'rereview'; "
+            + ("log the ship instead" if last.next == "ship" else "no new round")
         )
-    number = current["round"] + 1
-    if number > state["max_fixes"] + 1:
+    number = current.round + 1
+    if number > state.max_fixes + 1:
         raise RefusedError(_cap_refusal(state, number))
-    if not any(f["after_round"] == current["round"] for f in state["fixes"]):
+    if not any(f.after_round == current.round for f in state.fixes):
         raise RefusedError(
-            f"no fix is logged after round {current['round']}; run "
-            f"'santa log fix --run {state['id']}' once the fixer is done"
+            f"no fix is logged after round {current.round}; run "
+            f"'santa log fix --run {state.id}' once the fixer is done"
         )
     return "fresh"
 
@@ -299,31 +297,31 @@ def _next_round_check(state: dict[str, Any]) -> str:
 def next_round(run_id: str) -> RoundOpened:
     """Open the round the last gate asked for: a fresh one after a logged
     fix, or the same one again for its failed or missing slots."""
-    kind = _next_round_check(load(run_id))
+    kind = _next_round_check(load_state(run_id))
     if kind == "fresh":
         # The pre-check may take minutes: run it outside the lock, then check
         # the state again under the lock before changing anything.
-        state = load(run_id)
-        run_pre_check(state.get("pre_check"), state["cwd"])
-    with locked(run_id) as state:
+        snapshot = load_state(run_id)
+        run_pre_check(snapshot.pre_check, snapshot.cwd)
+    with locked_state(run_id) as state:
         if _next_round_check(state) != kind:
             raise RefusedError(f"run {run_id} changed while the round was being opened; try again")
-        current = state["rounds"][-1]
+        current = state.rounds[-1]
         if kind == "rereview":
-            for label, slot in current["slots"].items():
+            for label, slot in current.slots.items():
                 if not slot_stands(slot):
-                    current["slots"][label] = None
+                    current.slots[label] = None
             if not assignment_intact(current):
                 body = _assignment_body(run_dir(run_id), state, current)
-                replace_text(Path(current["assignment"]), body)
-            current["rereviews"] += 1
-            current["open"] = True
-            current["spawned"] = 0
-            current["capacity"] = sum(1 for s in current["slots"].values() if s is None)
+                replace_text(Path(current.assignment), body)
+            current.rereviews += 1
+            current.open = True
+            current.spawned = 0
+            current.capacity = sum(1 for s in current.slots.values() if s is None)
             return _opened(state, True)
-        output = read_target(state["target"])
-        state["rounds"].append(_write_round(run_dir(run_id), state, current["round"] + 1, output))
-        state["fixer"] = None
+        output = read_target(state.target)
+        state.rounds.append(_write_round(run_dir(run_id), state, current.round + 1, output))
+        state.fixer = None
         return _opened(state, False)
 
 
@@ -331,48 +329,48 @@ def reopen(run_id: str) -> RoundOpened | None:
     """The round a resumed process continues: the open round of an open run
     (its empty slots to fill, or none left and only the gate to run), or
     None when the run is past that point."""
-    state = load(run_id)
-    if state["status"] != "open":
+    state = load_state(run_id)
+    if state.status != "open":
         return None
-    current = state["rounds"][-1]
-    if not current["open"]:
+    current = state.rounds[-1]
+    if not current.open:
         return None
-    return _opened(state, current["rereviews"] > 0)
+    return _opened(state, current.rereviews > 0)
 
 
 def describe(run_id: str) -> dict[str, Any]:
     """Where a run stands and the one command that moves it on (for a session
     that lost track of its run, e.g. after context compaction)."""
-    state = load(run_id)
-    current = state["rounds"][-1]
-    last = state["last_gate"]
-    filled = [label for label, slot in current["slots"].items() if slot is not None]
-    empty = [label for label, slot in current["slots"].items() if slot is None]
-    if state["status"] != "open":
+    state = load_state(run_id)
+    current = state.rounds[-1]
+    last = state.last_gate
+    filled = [label for label, slot in current.slots.items() if slot is not None]
+    empty = [label for label, slot in current.slots.items() if slot is None]
+    if state.status != "open":
         step = None
-    elif current["open"]:
+    elif current.open:
         step = f"santa gate --run {run_id}"
-    elif last and last["next"] == "fix":
-        fixed = any(f["after_round"] == current["round"] for f in state["fixes"])
+    elif last and last.next == "fix":
+        fixed = any(f.after_round == current.round for f in state.fixes)
         step = f"santa round start --run {run_id}" if fixed else f"santa log fix --run {run_id}"
-    elif last and last["next"] == "rereview":
+    elif last and last.next == "rereview":
         step = f"santa round start --run {run_id}"
-    elif last and last["next"] == "ship":
+    elif last and last.next == "ship":
         step = f"santa log ship --run {run_id}"
     else:
         step = None
     return {
         "run_id": run_id,
-        "status": state["status"],
-        "target": target_name(state["target"]),
-        "source": state["source"],
-        "round": current["round"],
-        "round_open": current["open"],
-        "rereviews": current["rereviews"],
+        "status": state.status,
+        "target": target_name(state.target),
+        "source": state.source,
+        "round": current.round,
+        "round_open": current.open,
+        "rereviews": current.rereviews,
         "filled_slots": filled,
-        "open_slots": empty if current["open"] else [],
-        "last_gate": last,
-        "instruction": current["instruction"] if current["open"] else None,
-        "fixer_instruction": (state.get("fixer") or {}).get("instruction"),
+        "open_slots": empty if current.open else [],
+        "last_gate": None if last is None else last.to_json(),
+        "instruction": current.instruction if current.open else None,
+        "fixer_instruction": state.fixer.instruction if state.fixer is not None else None,
         "next_step": step,
     }

@@ -15,7 +15,8 @@ from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.state.atomic import replace_bytes
-from santa_method.state.store import RUN_ID, load, locked, now, run_dir
+from santa_method.state.model.run import RunState, Slot
+from santa_method.state.store import RUN_ID, load, load_state, locked_state, now, run_dir
 
 REVIEW_MARKER = "santa-method review, run "
 
@@ -42,30 +43,39 @@ def named_state(instruction: str, marker: str) -> dict[str, Any] | None:
         return None
 
 
-def slot_stands(slot: dict[str, Any] | None) -> bool:
-    """A slot keeps its reply across a re-review only if the last gate found it valid."""
+def slot_stands(slot: Slot | dict[str, Any] | None) -> bool:
+    """A slot keeps its reply across a re-review only if the last gate found it valid.
+    (Also given the slot as JSON by the run modules that still read the state so.)"""
+    if isinstance(slot, Slot):
+        return slot.gated_valid is True
     return slot is not None and slot.get("gated_valid") is True
 
 
 def find_round(instruction: str) -> tuple[str, int] | None:
     """The open run and round whose reviewer instruction is exactly `instruction`."""
-    state = named_state(instruction, REVIEW_MARKER)
-    if state is None or state["status"] != "open" or not state["rounds"]:
+    run_id = run_of(instruction, REVIEW_MARKER)
+    if run_id is None:
         return None
-    current = state["rounds"][-1]
-    if current["instruction"] != instruction.strip():
+    try:
+        state = load_state(run_id)
+    except InputError:
         return None
-    return state["id"], current["round"]
+    if state.status != "open" or not state.rounds:
+        return None
+    current = state.rounds[-1]
+    if current.instruction != instruction.strip():
+        return None
+    return state.id, current.round
 
 
-def _accepting(state: dict[str, Any], round_number: int) -> str | None:
+def _accepting(state: RunState, round_number: int) -> str | None:
     """Why the round cannot take reviewers or replies now, or None."""
-    current = state["rounds"][-1]
-    if state["status"] != "open":
-        return f"run {state['id']} is {state['status']}"
-    if current["round"] != round_number:
-        return f"round {round_number} is over; the current round is {current['round']}"
-    if not current["open"]:
+    current = state.rounds[-1]
+    if state.status != "open":
+        return f"run {state.id} is {state.status}"
+    if current.round != round_number:
+        return f"round {round_number} is over; the current round is {current.round}"
+    if not current.open:
         return f"round {round_number} has been gated already"
     return None
 
@@ -77,22 +87,24 @@ def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = N
     was opened; a reviewer that dies without a reply leaves its slot empty,
     which the gate counts as a failed review and a re-review reopens.
     """
-    with locked(run_id) as state:
+    with locked_state(run_id) as state:
         why = _accepting(state, round_number)
         if why:
             return why
-        current = state["rounds"][-1]
-        seen = current.setdefault("spawn_ids", [])
+        current = state.rounds[-1]
+        if current.spawn_ids is None:
+            current.spawn_ids = []
+        seen = current.spawn_ids
         if tool_use_id and tool_use_id in seen:
             # The same Agent call seen twice (plugin and vendored hooks both
             # installed): one reviewer, one slot.
             return None
-        if current["spawned"] >= current["capacity"]:
+        if current.spawned >= current.capacity:
             return (
-                f"round {round_number} has {current['capacity']} open reviewer slot(s) "
+                f"round {round_number} has {current.capacity} open reviewer slot(s) "
                 "and every one has its reviewer"
             )
-        current["spawned"] += 1
+        current.spawned += 1
         if tool_use_id:
             seen.append(tool_use_id)
         return None
@@ -137,45 +149,43 @@ def store_reply(
     caller knows it, goes into the review record beside `tokens`, so the log
     shows what prompt caching saved.
     """
-    with locked(run_id) as state:
+    with locked_state(run_id) as state:
         why = _accepting(state, round_number)
         if why:
             raise RefusedError(f"cannot store the reply: {why}")
-        current = state["rounds"][-1]
-        kept = _keep_transcript(run_id, current["round"], str(agent_id), str(transcript_path or ""))
-        slot = {
-            "reply": reply if isinstance(reply, str) else "",
-            "agent_id": str(agent_id),
-            "transcript_path": kept or str(transcript_path or ""),
-            "transcript_source": str(transcript_path or ""),
-            "failed": bool(failed),
-            "errors": [str(e) for e in errors],
-            "tokens": tokens,
-            "cost_usd": cost_usd,
-            "token_detail": dict(token_detail) if token_detail else None,
-            "stored": now(),
-        }
-        for label, held in current["slots"].items():
-            if held is not None and held.get("agent_id") == slot["agent_id"]:
+        current = state.rounds[-1]
+        kept = _keep_transcript(run_id, current.round, str(agent_id), str(transcript_path or ""))
+        slot = Slot(
+            reply=reply if isinstance(reply, str) else "",
+            agent_id=str(agent_id),
+            transcript_path=kept or str(transcript_path or ""),
+            transcript_source=str(transcript_path or ""),
+            failed=bool(failed),
+            errors=[str(e) for e in errors],
+            tokens=tokens,
+            cost_usd=cost_usd,
+            token_detail=dict(token_detail) if token_detail else None,
+            stored=now(),
+        )
+        for label, held in current.slots.items():
+            if held is not None and held.agent_id == slot.agent_id:
                 if slot_stands(held):
                     raise RefusedError(f"reviewer {label}'s reply was already gated")
-                current["slots"][label] = slot
+                current.slots[label] = slot
                 return label
-        if state["source"] == "hook":
+        if state.source == "hook":
             # Only a reviewer the PreToolUse guard let through may fill a slot:
             # a reply that arrives without a spawn is not a reviewer's.
             filled = sum(
-                1
-                for held in current["slots"].values()
-                if held is not None and not slot_stands(held)
+                1 for held in current.slots.values() if held is not None and not slot_stands(held)
             )
-            if filled >= current["spawned"]:
+            if filled >= current.spawned:
                 raise RefusedError(
                     f"no reviewer was spawned for this reply in round {round_number}; "
                     "replies count only from reviewers started through the Agent tool"
                 )
-        for label, held in current["slots"].items():
+        for label, held in current.slots.items():
             if held is None:
-                current["slots"][label] = slot
+                current.slots[label] = slot
                 return label
         raise RefusedError(f"every reviewer slot of round {round_number} is filled")

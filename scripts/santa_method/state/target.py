@@ -9,11 +9,13 @@ before any reviewer is spent.
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Mapping
 from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_text
 from santa_method.state.atomic import is_temporary
+from santa_method.state.model.run import Target
 
 PRE_CHECK_TIMEOUT = 900
 
@@ -33,23 +35,33 @@ def check_rev(rev: str, cwd: str) -> None:
         raise InputError(f"'{rev}' is not a commit of the git repository at {cwd}")
 
 
-def read_target(target: dict[str, Any]) -> str:
+TargetLike = Target | Mapping[str, Any]
+"""A target as a record, or as the JSON the run modules that still read
+the state as a dict hand over."""
+
+
+def as_target(target: TargetLike) -> Target:
+    return target if isinstance(target, Target) else Target.from_json(target, "target")
+
+
+def read_target(target: TargetLike) -> str:
     """The current content under review: the file, or the diff recomputed now."""
-    if target["kind"] == "file":
-        return read_text(target["path"], "target")
-    rev = target["rev"]
+    t = as_target(target)
+    if t.kind == "file":
+        return read_text(str(t.path), "target")
+    rev = str(t.rev)
     if rev.startswith("-"):
         raise InputError(f"'{rev}' is not a git revision")
     result = subprocess.run(
         ["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", rev, "--"],
-        cwd=target["cwd"],
+        cwd=t.cwd,
         capture_output=True,
         check=False,
     )
     if result.returncode != 0:
         said = result.stderr.decode("utf-8", "replace").strip()
         raise InputError(f"git diff {rev} failed: {said or 'unknown error'}")
-    return _diff_text(result.stdout) + _untracked_diff(target["cwd"])
+    return _diff_text(result.stdout) + _untracked_diff(str(t.cwd))
 
 
 def _diff_text(raw: bytes) -> str:
@@ -68,14 +80,16 @@ def _diff_text(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def working_copy(target: dict[str, Any]) -> str | None:
+def working_copy(target: TargetLike) -> str | None:
     """The run's own copy of the user's file, when it reviewed one (headless runs)."""
-    return str(target["path"]) if target["kind"] == "file" and target.get("original") else None
+    t = as_target(target)
+    return str(t.path) if t.kind == "file" and t.original else None
 
 
-def reviewed_name(target: dict[str, Any]) -> str:
+def reviewed_name(target: TargetLike) -> str:
     """The file whose content was reviewed (a working copy, for a headless run)."""
-    return target["path"] if target["kind"] == "file" else target_name(target)
+    t = as_target(target)
+    return str(t.path) if t.kind == "file" else target_name(t)
 
 
 def _untracked_diff(cwd: str) -> str:
@@ -103,13 +117,14 @@ def _untracked_diff(cwd: str) -> str:
     return "".join(parts)
 
 
-def target_name(target: dict[str, Any]) -> str:
+def target_name(target: TargetLike) -> str:
     """The name a person knows the target by: the file they named (a headless
     run reviews a working copy of it, kept as `path`, and names the file as
     `original`; older runs have no `original`), or diff:REV."""
-    if target["kind"] == "file":
-        return str(target.get("original") or target["path"])
-    return f"diff:{target['rev']}"
+    t = as_target(target)
+    if t.kind == "file":
+        return str(t.original or t.path)
+    return f"diff:{t.rev}"
 
 
 def run_pre_check(command: str | None, cwd: str) -> None:

@@ -323,8 +323,10 @@ class RunState:
     cwd: str
     log: str
     boundary: str
-    spec_sha256: str
-    rubric_md_sha256: str
+    spec_sha256: str | None
+    """The spec's and the rubric's hashes, which the run's files are held to
+    (None in runs older than the check)."""
+    rubric_md_sha256: str | None
     rounds: list[Round] = field(default_factory=list)
     fixes: list[Fix] = field(default_factory=list)
     last_gate: LastGate | None = None
@@ -386,8 +388,8 @@ class RunState:
             cwd=str_(d, "cwd", w, ""),
             log=str_(d, "log", w),
             boundary=str_(d, "boundary", w, ""),
-            spec_sha256=str_(d, "spec_sha256", w, ""),
-            rubric_md_sha256=str_(d, "rubric_md_sha256", w, ""),
+            spec_sha256=opt_str(d, "spec_sha256", w),
+            rubric_md_sha256=opt_str(d, "rubric_md_sha256", w),
             rounds=[
                 Round.from_json(r, f"{w}.rounds[{n}]")
                 for n, r in enumerate(list_(d, "rounds", w, of=dict))
