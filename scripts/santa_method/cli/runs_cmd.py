@@ -54,14 +54,14 @@ def _print_open_round(run_id: str) -> None:
 
     try:
         info = runs.describe(run_id)
-        state = runs.load(run_id)
+        state = runs.load_state(run_id)
     except (SantaError, OSError, KeyError, ValueError):
         return  # the run's folder is gone or unreadable: the log is all there is
     row = {
         "run_id": run_id,
-        "outcome": state["status"],
-        "source": state.get("source"),
-        "target": runs.target_name(state["target"]),
+        "outcome": state.status,
+        "source": state.source,
+        "target": runs.target_name(state.target),
     }
     if (standing := annotate(row))["outcome"] == "interrupted":
         # No reviewer is waiting for an instruction: its process is gone.
