@@ -30,6 +30,7 @@ from santa_method.core.merge import issue_key
 from santa_method.core.types import Criterion, Issue
 from santa_method.state import batches, store
 from santa_method.state import report as run_report
+from santa_method.state.model.run import RunState
 from santa_method.state.redact import redact, redact_text
 from santa_method.state.rounds import describe
 from santa_method.state.target import target_name
@@ -205,15 +206,14 @@ def _relative(path: str, root: str) -> str:
     return Path(path).as_posix() if rel.startswith("..") else Path(rel).as_posix()
 
 
-def _subject_paths(state: dict[str, Any], output: str) -> tuple[str, ...]:
-    target = state["target"]
-    if target["kind"] == "file":
-        return (_relative(target_name(target), state["cwd"]),)
+def _subject_paths(state: RunState, output: str) -> tuple[str, ...]:
+    if state.target.kind == "file":
+        return (_relative(target_name(state.target), state.cwd),)
     return tuple(changed_paths(output))
 
 
 def _problem(
-    state: dict[str, Any],
+    state: RunState,
     output: str,
     paths: tuple[str, ...],
     flag: dict[str, Any],
@@ -224,7 +224,7 @@ def _problem(
     quotes = [str(q) for q in flag.get("quotes") or [] if q] or (
         [str(flag["quote"])] if flag.get("quote") else []
     )
-    kept = tuple(places_of(flag, output, list(paths), diff=state["target"]["kind"] == "diff"))
+    kept = tuple(places_of(flag, output, list(paths), diff=state.target.kind == "diff"))
     issue = redact_text(str(flag.get("issue") or ""))
     quotes_shown = tuple(redact_text(q) for q in quotes)
     missing = redact_text(flag["missing"]) if flag.get("missing") else None
@@ -280,40 +280,41 @@ def questions_of(fixes: list[dict[str, Any]]) -> list[str]:
     return [redact_text(q) for q in dict.fromkeys(found)]
 
 
-def _verdict(state: dict[str, Any]) -> tuple[str, str | None]:
-    last = state.get("last_gate")
-    if state["status"] == "shipped":
+def _verdict(state: RunState) -> tuple[str, str | None]:
+    last = state.last_gate
+    if state.status == "shipped":
         return "NICE", None
-    if state["status"] == "escalated":
+    if state.status == "escalated":
         return "ESCALATED", "escalate"
     if not last:
-        return "OPEN", describe(state["id"])["next_step"]
-    return str(last["verdict"]), str(last["next"])
+        return "OPEN", describe(state.id)["next_step"]
+    return last.verdict, last.next
 
 
 def run_subject(run_id: str, name: str | None = None, path: str | None = None) -> Subject:
     """One run as a subject; `path` (a batch item's file) replaces its target's."""
-    state = store.load(run_id)
+    state = store.load_state(run_id)
     legacy = run_report.build(run_id)
     folder = store.run_dir(run_id)
-    gated = [r for r in state["rounds"] if r["gates"]]
-    last = gated[-1] if gated else state["rounds"][-1]
-    output_file = folder / f"round-{last['round']}" / "output.txt"
+    gated = [r for r in state.rounds if r.gates]
+    last = gated[-1] if gated else state.rounds[-1]
+    output_file = folder / f"round-{last.round}" / "output.txt"
     output = read_exact(output_file, "replace") if output_file.exists() else ""
-    paths = (_relative(path, state["cwd"]),) if path is not None else _subject_paths(state, output)
+    paths = (_relative(path, state.cwd),) if path is not None else _subject_paths(state, output)
     if name is not None:
         title = name
-    elif state["target"]["kind"] == "file":
+    elif state.target.kind == "file":
         title = paths[0]
     else:
         title = legacy["target"]
     verdict, step = _verdict(state)
-    gate = last["gates"][-1] if last["gates"] else None
+    gate = last.gates[-1] if last.gates else None
     problems: tuple[Problem, ...] = ()
-    if gate is not None and gate["verdict"] == "NAUGHTY" and verdict != "NICE":
-        problems = tuple(_problem(state, output, paths, f, title) for f in gate["issues"])
+    if gate is not None and gate.verdict == "NAUGHTY" and verdict != "NICE":
+        # Each problem as the gate's JSON holds it (core/locate.py reads that).
+        problems = tuple(_problem(state, output, paths, f.to_json(), title) for f in gate.issues)
     suggestions = tuple(
-        _suggestion(paths, str(s), title) for s in (gate or {}).get("suggestions") or []
+        _suggestion(paths, str(s), title) for s in (gate.suggestions if gate is not None else [])
     )
     rounds = tuple(
         RoundLine(
@@ -357,7 +358,7 @@ def _version() -> str:
 
 
 def build_run(run_id: str) -> Report:
-    state = store.load(run_id)
+    state = store.load_state(run_id)
     subject = run_subject(run_id)
     rubric = json.loads((store.run_dir(run_id) / "rubric.json").read_text(encoding="utf-8"))
     legacy = run_report.build(run_id)
@@ -366,7 +367,7 @@ def build_run(run_id: str) -> Report:
         id=run_id,
         verdict=subject.verdict,
         next=subject.next,
-        rubric=str(state["rubric"]),
+        rubric=state.rubric,
         criteria=_criteria(rubric),
         subjects=(subject,),
         reasons=subject.reasons,
@@ -440,11 +441,11 @@ def with_places(
 ) -> list[dict[str, Any]]:
     """The gate's issues of a round, each with `places`: its file and lines
     (for a change, the changed file and the line in the new version)."""
-    state = store.load(run_id)
+    state = store.load_state(run_id)
     output_file = store.run_dir(run_id) / f"round-{round_number}" / "output.txt"
     output = read_exact(output_file, "replace") if output_file.exists() else ""
     paths = list(_subject_paths(state, output))
-    diff = state["target"]["kind"] == "diff"
+    diff = state.target.kind == "diff"
     return [
         {**issue, "places": [p.to_json() for p in places_of(issue, output, paths, diff=diff)]}
         for issue in issues
