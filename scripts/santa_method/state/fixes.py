@@ -20,8 +20,8 @@ from santa_method.core.files import read_exact
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.types import MergedIssue
 from santa_method.state.atomic import replace_text
-from santa_method.state.slots import FIX_MARKER, named_state, run_of
-from santa_method.state.store import load, merged_from_json, run_dir, sha256
+from santa_method.state.slots import FIX_MARKER, run_of
+from santa_method.state.store import load_state, merged_from_json, run_dir, sha256
 from santa_method.state.target import read_target, target_name
 
 
@@ -63,27 +63,30 @@ def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
 
 def fixer_open(instruction: str) -> bool:
     """Whether `instruction` is exactly the fixer instruction of an open fix."""
-    state = named_state(instruction, FIX_MARKER)
-    if state is None:
+    run_id = run_of(instruction, FIX_MARKER)
+    if run_id is None:
         return False
-    fixer: dict[str, Any] = state.get("fixer") or {}
-    last: dict[str, Any] = state.get("last_gate") or {}
-    if fixer.get("assignment_sha256"):
+    try:
+        state = load_state(run_id)
+    except InputError:
+        return False
+    fixer, last = state.fixer, state.last_gate
+    if fixer is None or last is None:
+        return False
+    if fixer.assignment_sha256:
         # The fixer reads its flags from the file: an edited file would hand
         # it flags no reviewer raised.
         try:
-            body = read_exact(fixer["assignment"])
+            body = read_exact(fixer.assignment)
         except (OSError, UnicodeDecodeError):
             return False
-        if sha256(body) != fixer["assignment_sha256"]:
+        if sha256(body) != fixer.assignment_sha256:
             return False
     return (
-        state["status"] == "open"
-        and bool(fixer)
-        and fixer["instruction"] == instruction.strip()
-        and bool(last)
-        and last["next"] == "fix"
-        and fixer["round"] == state["rounds"][-1]["round"]
+        state.status == "open"
+        and fixer.instruction == instruction.strip()
+        and last.next == "fix"
+        and fixer.round == state.rounds[-1].round
     )
 
 
@@ -97,8 +100,9 @@ def record_fixer_reply(instruction: str, reply: str) -> bool:
         return False
     run_id = run_of(instruction, FIX_MARKER)
     assert run_id is not None
-    state = load(run_id)
-    path = run_dir(run_id) / f"round-{state['fixer']['round']}" / FIXER_REPLY
+    fixer = load_state(run_id).fixer
+    assert fixer is not None  # fixer_open said so
+    path = run_dir(run_id) / f"round-{fixer.round}" / FIXER_REPLY
     replace_text(path, reply)
     return True
 

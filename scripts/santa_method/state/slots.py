@@ -16,7 +16,7 @@ from typing import Any
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.model.run import RunState, Slot
-from santa_method.state.store import RUN_ID, load, load_state, locked_state, now, run_dir
+from santa_method.state.store import RUN_ID, load_state, locked_state, now, run_dir
 
 REVIEW_MARKER = "santa-method review, run "
 
@@ -30,17 +30,6 @@ def run_of(instruction: str, marker: str) -> str | None:
         return None
     run_id = text[len(marker) :].split(",", 1)[0]
     return run_id if RUN_ID.fullmatch(run_id) else None
-
-
-def named_state(instruction: str, marker: str) -> dict[str, Any] | None:
-    """The state of the run a reviewer's or fixer's instruction names, or None."""
-    run_id = run_of(instruction, marker)
-    if run_id is None:
-        return None
-    try:
-        return load(run_id)
-    except InputError:
-        return None
 
 
 def slot_stands(slot: Slot | dict[str, Any] | None) -> bool:
