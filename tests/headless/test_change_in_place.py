@@ -73,7 +73,7 @@ def test_a_file_someone_changed_since_is_left_alone(repo: Path) -> None:
     (run_id,) = runs.list_run_ids()
     app = repo / "app.py"
     # Put one fix back in place, and have a person edit the other file.
-    found = unreviewed_fix(runs.load(run_id))
+    found = unreviewed_fix(runs.load_state(run_id))
     assert found is not None
     fixes = {Path(f.target).name: f for f in found.files}
     app.write_bytes(fixes["app.py"].fix.read_bytes())

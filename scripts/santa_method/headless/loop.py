@@ -556,7 +556,7 @@ def _escalated(
 
         report = str(write_report(run_id))
     run.emit("escalate", run_id=run_id, reasons=reasons, report=report)
-    found = unreviewed_fix(runs.load(run_id))
+    found = unreviewed_fix(runs.load_state(run_id))
     if found is not None:
         run.warnings.append(describe_fix(found))
     return _result(run, run_id, "ESCALATED", working, report, reasons)

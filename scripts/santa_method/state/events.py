@@ -17,6 +17,7 @@ from santa_method.core.errors import InputError, RefusedError
 from santa_method.state import locks
 from santa_method.state import log as runlog
 from santa_method.state.fixes import check_changed, fix_report, needs_input
+from santa_method.state.model.run import RunState
 from santa_method.state.store import check_log_path, locked, now, run_dir, runs_dir, sha256
 from santa_method.state.target import read_target, reviewed_name
 from santa_method.state.unreviewed import put_back
@@ -172,7 +173,7 @@ def log_event(
             # Before the escalation is saved or logged: a kill after this
             # leaves an open run and the reviewed text, never an escalated
             # run whose file still holds text no reviewer saw.
-            put_back(state)
+            put_back(RunState.from_json(state))
         written = ended or runlog.append(
             state["log"], {"run_id": run_id, "event": event, "iteration": iteration, **data}
         )

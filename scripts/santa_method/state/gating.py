@@ -22,6 +22,7 @@ from santa_method.core.types import GateResult, Rubric, ValidationResult
 from santa_method.state import log as runlog
 from santa_method.state import sources
 from santa_method.state.fixes import write_fixer
+from santa_method.state.model.run import RunState
 from santa_method.state.rounds import assignment_intact
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
@@ -238,7 +239,7 @@ def gate_run(
             state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
             # Before the escalation is saved: a round whose replies were all
             # invalid reviewed nothing, so a fix before it goes back too.
-            put_back(state)
+            put_back(RunState.from_json(state))
 
         # The state is saved before the log is written: if logging fails, the
         # log lacks a gate the state has, and `log ship` (which needs both)

@@ -15,6 +15,7 @@ from typing import Any
 from santa_method.core.files import read_exact
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
+from santa_method.state.model.run import RunState
 from santa_method.state.redact import redact
 from santa_method.state.store import load, run_dir
 from santa_method.state.target import target_name, working_copy
@@ -129,7 +130,7 @@ def build(run_id: str) -> dict[str, Any]:
         "cost": _cost(records),
         "unreviewed_fix": None,
     }
-    found = unreviewed_fix(state) if state["status"] != "shipped" else None
+    found = unreviewed_fix(RunState.from_json(state)) if state["status"] != "shipped" else None
     if found is not None:
         report["unreviewed_fix"] = {**found.to_json(), "sentence": describe_fix(found)}
     return redact(report)

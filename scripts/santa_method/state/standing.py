@@ -38,14 +38,14 @@ def annotate(row: dict[str, Any]) -> dict[str, Any]:
         "unreviewed_fix": None,
     }
     try:
-        state = store.load(row["run_id"])
+        state = store.load_state(row["run_id"])
     except (InputError, OSError, ValueError):
         row["resume"] = None  # nothing left to resume from: its folder is gone or unreadable
         return row
-    if state["target"].get("kind") == "diff":
+    if state.target.kind == "diff":
         # A change is recomputed from the checkout: it is reviewed again, not resumed.
         row["resume"] = None
-        row["again"] = f"santa run --against-diff {state['target']['rev']}"
+        row["again"] = f"santa run --against-diff {state.target.rev}"
     found = unreviewed_fix(state)
     if found is not None and found.holds == "fix":
         row["unreviewed_fix"] = str(found.path)

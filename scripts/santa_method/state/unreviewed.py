@@ -43,7 +43,8 @@ from typing import Any
 
 from santa_method.core.errors import RefusedError
 from santa_method.state.atomic import replace_bytes, replace_text
-from santa_method.state.store import load, run_dir
+from santa_method.state.model.run import Round, RunState
+from santa_method.state.store import load_state, run_dir
 
 FIX_FILE = "fix.txt"
 CHANGE_FIXES = "fixes.json"
@@ -210,11 +211,10 @@ def _stands(run_id: str, target: str, fix: Path, reviewed: Path) -> KeptFile | N
     return KeptFile(target, fix, reviewed, holds)
 
 
-def reviewed(round_: dict[str, Any]) -> bool:
+def reviewed(round_: Round) -> bool:
     """Whether a round was reviewed: gated with at least one valid reply."""
-    slots = (round_.get("slots") or {}).values()
-    return bool(round_.get("gates")) and any(
-        isinstance(s, dict) and s.get("gated_valid") is True for s in slots
+    return bool(round_.gates) and any(
+        s is not None and s.gated_valid is True for s in round_.slots.values()
     )
 
 
@@ -247,21 +247,21 @@ def _reviewed_by_another(run_id: str, target: str, fix: Path, now: bytes) -> boo
         if other == run_id:
             continue
         try:
-            state = load(other)
+            state = load_state(other)
         except Exception:  # an unreadable run reviewed nothing we can count
             continue
-        kind = state["target"].get("kind")
-        for r in state["rounds"]:
-            folder = run_dir(other) / f"round-{r['round']}"
+        kind = state.target.kind
+        for r in state.rounds:
+            folder = run_dir(other) / f"round-{r.round}"
             if not reviewed(r):
                 continue
             if kind == "file":
-                if os.path.realpath(target_name(state["target"])) != real:
+                if os.path.realpath(target_name(state.target)) != real:
                     break
-                if r.get("output_sha256") != digest:
+                if r.output_sha256 != digest:
                     continue
             elif kind == "diff":
-                if not _names(folder, str(state["target"]["cwd"]), real):
+                if not _names(folder, str(state.target.cwd), real):
                     continue
             else:
                 break
@@ -278,32 +278,32 @@ def _summed(files: list[KeptFile]) -> str:
     return "reviewed" if reviewed else "other"
 
 
-def unreviewed_fix(state: dict[str, Any]) -> UnreviewedFix | None:
+def unreviewed_fix(state: RunState) -> UnreviewedFix | None:
     """The fix kept after the last reviewed round, when no later round was
     reviewed; None when there is none."""
-    target = state["target"]
-    gated = [r for r in state["rounds"] if reviewed(r)]
-    if not gated or target.get("kind") not in ("file", "diff"):
+    target = state.target
+    gated = [r for r in state.rounds if reviewed(r)]
+    if not gated or target.kind not in ("file", "diff"):
         return None
-    number = gated[-1]["round"]
-    folder = run_dir(state["id"]) / f"round-{number}"
-    if target["kind"] == "file":
-        one = _stands(state["id"], target["path"], folder / FIX_FILE, folder / "output.txt")
+    number = gated[-1].round
+    folder = run_dir(state.id) / f"round-{number}"
+    if target.kind == "file":
+        one = _stands(state.id, str(target.path), folder / FIX_FILE, folder / "output.txt")
         if one is None:
             return None
         return UnreviewedFix(number, one.fix, one.target, one.holds, (one,))
     files = [
         f
         for e in _entries(folder)
-        if (f := _stands(state["id"], e["target"], folder / e["fix"], folder / e["reviewed"]))
+        if (f := _stands(state.id, e["target"], folder / e["fix"], folder / e["reviewed"]))
         is not None
     ]
     if not files:
         return None
-    return UnreviewedFix(number, folder / "fixes", str(target["cwd"]), _summed(files), tuple(files))
+    return UnreviewedFix(number, folder / "fixes", str(target.cwd), _summed(files), tuple(files))
 
 
-def put_back(state: dict[str, Any]) -> UnreviewedFix | None:
+def put_back(state: RunState) -> UnreviewedFix | None:
     """Put each file of the run (as `state` has it) that holds a fix no
     round reviewed back to the text the round reviewed; returns where the
     fix stands afterwards (kept in the run folder), or None when no file
@@ -349,7 +349,7 @@ def _swap(f: KeptFile) -> bool:
 
 def restore_reviewed(run_id: str) -> UnreviewedFix | None:
     """`put_back` for a run as its state file has it."""
-    return put_back(load(run_id))
+    return put_back(load_state(run_id))
 
 
 def describe(found: UnreviewedFix) -> str:
