@@ -217,9 +217,40 @@ def test_a_reply_cut_right_after_a_new_brace_is_truncated(tail: str) -> None:
     [
         "{'verdict': 'FAIL', 'checks': [{'criterion': 'completeness', 'result': 'FAIL'}]}",
         "verdict: FAIL\nchecks:\n  - criterion: completeness\n    result: FAIL",
+        'verdict: "FAIL"\nchecks: []',
+        '{\'verdict\': "FAIL", \'checks\': []}',
+        '{verdict: "FAIL", checks: []}',
+        '[{"verdict": "F\\u0041IL", "checks": []}]',
+        'verdict = "FAIL"\n[[checks]]\ncriterion = "completeness"',
+        '{"draft": {"verd\\u0069ct": "FAIL", "checks": []}}',
+        '[{"draft": {"verd\\u0069ct": "F\\u0041IL"}}]',
     ],
-    ids=["python-dict", "yaml"],
+    ids=[
+        "python-dict",
+        "yaml",
+        "yaml-double-quoted",
+        "python-dict-mixed-quotes",
+        "unquoted-key",
+        "array-escaped-value",
+        "toml",
+        "escaped-key-nested",
+        "escaped-key-nested-in-array",
+    ],
 )
 def test_a_fail_written_in_another_notation_before_a_pass_is_ambiguous(first: str) -> None:
     error = _bad(f"Draft:\n{first}\nFinal:\n{PASS_TEXT}\n")
     assert "more than one review" in error and "disagree" in error
+
+
+def test_a_fail_nested_inside_the_final_review_makes_it_ambiguous() -> None:
+    final = dict(PASS, draft={"verd\u0069ct": "FAIL"})
+    error = _bad(json.dumps(final))
+    assert "more than one review" in error and "FAIL besides PASS" in error
+
+
+def test_a_quote_that_reads_like_a_verdict_inside_the_review_is_evidence() -> None:
+    """The output under review may itself say `verdict: FAIL` (a document
+    about reviews); a PASS review quoting it holds one review, not two."""
+    quoting = pass_review()
+    quoting["checks"][0]["evidence"] = "the guide's example says 'verdict: FAIL' then verdict = FAIL"
+    assert _ok(json.dumps(quoting)) == quoting

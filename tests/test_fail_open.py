@@ -85,6 +85,31 @@ def test_a_fail_then_a_pass_in_one_reply_is_not_nice(
     assert "ambiguous" in result["reviews"][0]["errors"][0]
 
 
+@pytest.mark.parametrize(
+    "draft",
+    [
+        'verdict: "FAIL"',
+        "{'verdict': \"FAIL\"}",
+        '{verdict: "FAIL"}',
+        'verdict = "FAIL"',
+        '[{"verdict": "F\\u0041IL"}]',
+        '{"draft": {"verd\\u0069ct": "FAIL"}}',
+    ],
+    ids=["yaml-quoted", "python-dict", "unquoted-key", "toml", "escaped-in-array", "escaped-key"],
+)
+def test_a_fail_drafted_in_any_notation_then_a_pass_is_not_nice(
+    project: Path, capsys: pytest.CaptureFixture[str], draft: str
+) -> None:
+    b = project / "b.json"
+    b.write_text(f"Draft:\n{draft}\nFinal:\n{json.dumps(pass_review())}\n", encoding="utf-8")
+    c = project / "c.json"
+    c.write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
+    code, result = _gate(capsys, str(b), str(c))
+    assert code == 1 and result["next"] == "rereview"
+    assert not result["reviews"][0]["valid"]
+    assert "ambiguous" in result["reviews"][0]["errors"][0]
+
+
 # --- 6. numbers: finite and in range, or a usage error ---------------------------
 
 

@@ -127,6 +127,7 @@ def extract_verdict_object(reply: str) -> Extracted:
     deep: set[int] = set()  # the starts of objects nested too deeply
     lines = _Lines(text)
     in_array: list[int] = []
+    nested: list[Any] = []  # what the objects inside arrays decode to, if anything
     depth = 0
     pos = 0
     while True:
@@ -151,6 +152,7 @@ def extract_verdict_object(reply: str) -> Extracted:
         depth = max(0, depth + between.count("[") - between.count("]"))
         if depth:
             in_array.append(start)
+            nested.append(_decoded(text[start:close]))
             pos = close
             continue
         try:
@@ -238,29 +240,75 @@ def extract_verdict_object(reply: str) -> Extracted:
         )
     if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
-    conflict = _disagreeing(complete, text) or _other_verdicts(value, text)
+    conflict = _disagreeing(complete, text) or _other_verdicts(
+        value, text, (start, end), [v for _, _, v in complete[:-1]] + nested
+    )
     if conflict:
         return Extracted(None, conflict)
     return Extracted(value, None)
 
 
-# A verdict key written as JSON anywhere in the reply (not escaped inside a
-# string): reviews nested in other objects, in arrays or in broken JSON are
-# never extracted, yet one that disagrees still makes the reply ambiguous.
-# JSON, and the same review written as a Python dict or YAML (`'verdict': 'FAIL'`,
-# `verdict: FAIL`): any of them next to a review that disagrees makes the reply ambiguous.
+# A verdict written anywhere outside the final review, in any notation a
+# reviewer drafts in: JSON (any value), and a Python dict, YAML or TOML, with
+# the key and the value quoted either way or not at all (`'verdict': "FAIL"`,
+# `verdict: "FAIL"`, `verdict = 'FAIL'`, `{verdict: FAIL}`). A key escaped
+# inside a JSON string (`\"verdict\"`) is text quoted in a review, not a review.
 _ANY_VERDICT = re.compile(
     r'(?<!\\)"verdict"\s*:\s*"([^"\\]*)"'
-    r"|(?<![\w\\])'?verdict'?\s*:\s*'?(PASS|FAIL)\b",
+    r"""|(?<![\w\\])["']?verdict["']?\s*[:=]\s*["']?(PASS|FAIL)\b""",
     re.IGNORECASE,
 )
+# Escapes that spell a verdict without its letters (`"F\u0041IL"`).
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})")
 
 
-def _other_verdicts(value: dict[str, Any], text: str) -> str | None:
+def _unescaped(text: str) -> str:
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
+
+
+def _decoded(slice_: str) -> Any:
+    """An object that is only looked into for verdicts: None if it does not decode."""
+    try:
+        return json.loads(slice_)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _nested_verdicts(value: Any) -> list[str]:
+    """Every verdict a decoded value holds, at any depth (a review nested in
+    another object or in an array, its key escaped or not). Iterative: a
+    value json.loads could build may be nested past the recursion limit."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item.get("verdict"), str):
+                found.append(item["verdict"])
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def _other_verdicts(
+    value: dict[str, Any], text: str, span: tuple[int, int], others_decoded: list[Any]
+) -> str | None:
+    """A verdict anywhere else in the reply that differs from the final one.
+
+    Outside the final review the raw text is searched (as written and with
+    its escapes decoded), so drafts in any notation count; inside it only
+    the decoded structure is, so a quote of the output that happens to read
+    `verdict: FAIL` is evidence, not a second review."""
     if "verdict" not in value:
         return None  # not a review at all: the schema says what is missing
     final = str(value["verdict"]).strip().upper()
-    found = (a or b for a, b in _ANY_VERDICT.findall(text))
+    outside = text[: span[0]] + "\n" + text[span[1] :]
+    found = [a or b for a, b in _ANY_VERDICT.findall(outside)]
+    found += [a or b for a, b in _ANY_VERDICT.findall(_unescaped(outside))]
+    for decoded in others_decoded:
+        found += _nested_verdicts(decoded)
+    found += _nested_verdicts({k: v for k, v in value.items() if k != "verdict"})
     others = {v.strip().upper() for v in found} - {final}
     if not others:
         return None
