@@ -235,3 +235,43 @@ def test_a_logged_run_without_a_folder_is_closed_by_escalate(project, capsys):
     assert main(["log", "escalate", "--run", "20250101-000000-abcdef"]) == 0
     capsys.readouterr()
     assert _rows(capsys)["20250101-000000-abcdef"]["outcome"] == "escalated"
+
+
+def test_a_run_killed_before_its_state_was_saved_has_no_state_yet(project, capsys):
+    """Killed while `spec.md` was being written: the folder holds only that
+    write's temporary. It is said as it is (not "its folder is gone"), and
+    closing the run removes the temporary nothing will finish."""
+    run_id = "20250101-000000-abcdef"
+    runlog.append(
+        project / ".santa" / "log.jsonl",
+        {"run_id": run_id, "event": "run", "iteration": 0, "source": "api"},
+    )
+    folder = project / ".santa" / "runs" / run_id
+    folder.mkdir(parents=True)
+    half = folder / ".spec.md.k2j3h4.santa-tmp"
+    half.write_text("Write a rel", encoding="utf-8")
+    row = _rows(capsys)[run_id]
+    assert row["outcome"] == "interrupted" and row["resume"] is None and row["no_state"] is True
+    assert main(["runs"]) == 0
+    listing = capsys.readouterr().out
+    assert f"run {run_id} was interrupted (its process is gone) before its state" in listing
+    assert "folder is gone" not in listing
+    assert main(["log", "escalate", "--run", run_id]) == 0
+    capsys.readouterr()
+    assert not half.exists() and not folder.exists()
+    assert _rows(capsys)[run_id]["outcome"] == "escalated"
+
+
+def test_closing_a_run_without_state_keeps_what_is_not_a_temporary(project, capsys):
+    run_id = "20250101-000000-abcdee"
+    runlog.append(
+        project / ".santa" / "log.jsonl",
+        {"run_id": run_id, "event": "run", "iteration": 0, "source": "api"},
+    )
+    folder = project / ".santa" / "runs" / run_id
+    folder.mkdir(parents=True)
+    (folder / "spec.md").write_text("Write a release note.\n", encoding="utf-8")
+    (folder / ".rubric.md.x1.santa-tmp").write_text("# ba", encoding="utf-8")
+    assert main(["log", "escalate", "--run", run_id]) == 0
+    capsys.readouterr()
+    assert sorted(p.name for p in folder.iterdir()) == ["spec.md"]

@@ -131,6 +131,11 @@ def _interrupted_line(row: dict[str, Any]) -> str:
             f": a change is reviewed again, not resumed: run '{row['again']}' (with its "
             f"options), or close it with '{row['close']}'"
         )
+    elif row.get("no_state"):
+        text += (
+            " before its state was first saved, so there is nothing to resume: "
+            f"close it with '{row['close']}'"
+        )
     else:
         text += f" and its run folder is gone: close it with '{row['close']}'"
     return text

@@ -9,13 +9,16 @@ saved or logged) and writes the report.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from pathlib import Path
 from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.state import locks
 from santa_method.state import log as runlog
+from santa_method.state.atomic import is_temporary
 from santa_method.state.fixes import check_changed, fix_report, needs_input
 from santa_method.state.model.run import RunState
 from santa_method.state.store import check_log_path, locked, now, run_dir, runs_dir, sha256
@@ -224,6 +227,24 @@ def _log_without_state(
         if outcome(records) != "open" or locks.driven_elsewhere(run_id):
             raise InputError(f"no run '{run_id}' under {runs_dir()}")
         data["reason"] = str(data.get("reason") or "escalated by hand")
+        _remove_half_written(run_dir(run_id))
     if event == "escape" and not any(r.get("event") == "ship" for r in records):
         raise RefusedError(f"run {run_id} never shipped, so nothing escaped from it")
     return runlog.append(path, {"run_id": run_id, "event": event, "iteration": iteration, **data})
+
+
+def _remove_half_written(folder: Path) -> None:
+    """A run killed while its first files were written leaves their
+    temporaries (`.spec.md.*.santa-tmp`) and no state: once it is closed
+    nothing will finish them, so they go, and the folder too if that
+    empties it. Nothing else in the folder is touched."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if is_temporary(entry.name) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only if empty

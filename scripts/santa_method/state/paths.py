@@ -17,8 +17,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
+# Every folder santa writes under `.santa/`: runs, working copies and batches
+# hold the unredacted text under review, so none of them may be committed by
+# accident. (Each also gets its own `*` .gitignore where it is created, for
+# projects whose `.santa/.gitignore` an older santa wrote.)
 GITIGNORE = (
-    "# santa-method keeps run state here; the log may be committed.\nruns/\ninputs/\nview/\n"
+    "# santa-method keeps run state here; the log may be committed.\n"
+    "runs/\ninputs/\nview/\nwork/\nbatches/\nlocks/\n"
 )
 
 

@@ -37,6 +37,13 @@ def annotate(row: dict[str, Any]) -> dict[str, Any]:
         "close": f"santa log escalate --run {row['run_id']}",
         "unreviewed_fix": None,
     }
+    folder = store.run_dir(row["run_id"])
+    if folder.is_dir() and not (folder / "state.json").exists():
+        # Killed while its first files were written: there is a folder, but
+        # nothing to resume from.
+        row["resume"] = None
+        row["no_state"] = True
+        return row
     try:
         state = store.load_state(row["run_id"])
     except (InputError, OSError, ValueError):
