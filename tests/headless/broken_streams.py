@@ -28,3 +28,29 @@ BROKEN = {
     "empty": ("text/event-stream", b""),
     "html": ("text/html", b"<html><body>502 Bad Gateway</body></html>"),
 }
+
+
+def _whole_stream(output_tokens: bytes) -> bytes:
+    """A complete, well-formed stream whose final usage says `output_tokens`."""
+    return (
+        _START
+        + b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"text","text":""}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"{\\"verdict\\": \\"PASS\\"}"}}\n\n'
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+        b'"end_turn","stop_sequence":null},"usage":{"output_tokens":' + output_tokens + b"}}\n\n"
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
+
+
+# Usage no real reply gives: a negative count would make a negative cost,
+# which turns a budget off.
+BROKEN.update(
+    {
+        "negative-usage": ("text/event-stream", _whole_stream(b"-10000000")),
+        "fractional-usage": ("text/event-stream", _whole_stream(b"1.5")),
+        "huge-usage": ("text/event-stream", _whole_stream(b"10000000000000000000")),
+    }
+)

@@ -351,3 +351,40 @@ def test_a_damaged_state_file_is_an_input_error(tmp_path):
     state.write_text("{not json", encoding="utf-8")
     with pytest.raises(InputError, match="damaged"):
         AnthropicBatchBackend(state_path=state, api_key="test")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json\n",
+        b"[1, 2, 3]\n",
+        b'"a string"\n',
+        None,  # the request's own id, and no result
+    ],
+    ids=["broken-json", "an-array", "a-string", "no-result"],
+)
+def test_a_results_stream_that_cannot_be_read_is_a_backend_error(
+    stub_server, tmp_path, monkeypatch, body
+):
+    server = stub_server({REVIEWER: pass_reply()})
+    def results(self: StubServer, batch: Any) -> bytes:
+        return body or json.dumps({"custom_id": batch.results[0]["custom_id"]}).encode() + b"\n"
+
+    monkeypatch.setattr(StubServer, "_batch_results", results)
+    with pytest.raises(BackendError, match="cannot be read"):
+        run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc123"))
+
+
+def test_a_result_with_a_negative_usage_is_a_backend_error(stub_server, tmp_path, monkeypatch):
+    server = stub_server({REVIEWER: pass_reply()})
+    real = StubServer._batch_results
+
+    def negative(self: StubServer, batch: Any) -> bytes:
+        lines = [json.loads(line) for line in real(self, batch).decode().splitlines()]
+        for line in lines:
+            line["result"]["message"]["usage"]["output_tokens"] = -10_000_000
+        return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+    monkeypatch.setattr(StubServer, "_batch_results", negative)
+    with pytest.raises(BackendError, match=r"cannot be read.*output_tokens"):
+        run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc123"))

@@ -20,7 +20,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from santa_method.core.errors import BackendError
+from santa_method.core import numbers
+from santa_method.core.errors import BackendError, InputError
 from santa_method.headless.backends import prices
 from santa_method.headless.backends.base import (
     FixReply,
@@ -63,14 +64,31 @@ CACHE = {"type": "ephemeral"}
 
 
 def _tokens(usage: Any) -> Tokens:
+    """The reply's usage, each count a whole number in range: a negative or
+    fractional count would make a negative cost, which turns a budget off,
+    so a reply that says one cannot be read (exit 3), before it is counted."""
     if usage is None:
         return Tokens()
     return Tokens(
-        input=int(getattr(usage, "input_tokens", 0) or 0),
-        output=int(getattr(usage, "output_tokens", 0) or 0),
-        cache_read=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
-        cache_write=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+        *(
+            _count(getattr(usage, key, None), key)
+            for key in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        )
     )
+
+
+def _count(value: Any, what: str) -> int:
+    if value is None:
+        return 0
+    try:
+        return int(numbers.TOKENS.check(value, f"usage {what}"))
+    except InputError as exc:
+        raise BackendError(f"the API's reply cannot be read: {exc}") from None
 
 
 #: What the SDK raises on a reply it cannot parse: an event stream out of

@@ -370,7 +370,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         wanted = set(record["custom_ids"])
         last_save = time.monotonic()
         try:
-            with self._batch_errors(client):
+            with self._batch_errors(client), _readable_results(batch_id):
                 results = await client.messages.batches.results(batch_id)
                 async for item in results:
                     if item.custom_id not in wanted:
@@ -540,6 +540,20 @@ def _give_up(label: str, failures: list[dict[str, Any]]) -> str:
         f"the Message Batch request of {who} failed {times}, last with "
         f"{_describe(failures[-1])}, and is not sent again"
     )
+
+
+@contextlib.contextmanager
+def _readable_results(batch_id: str) -> Iterator[None]:
+    """A results stream the SDK cannot parse (a line that is not JSON, or
+    JSON that is not a result) is the API's failure, not santa's: exit 3
+    with the reason, never "internal error"."""
+    try:
+        yield
+    except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as exc:
+        raise BackendError(
+            f"the results of Message Batch {batch_id} cannot be read: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _call_started(on_started: Callable[[], None] | None) -> None:
