@@ -237,17 +237,23 @@ def test_a_logged_run_without_a_folder_is_closed_by_escalate(project, capsys):
     assert _rows(capsys)["20250101-000000-abcdef"]["outcome"] == "escalated"
 
 
-def test_a_run_killed_before_its_state_was_saved_has_no_state_yet(project, capsys):
-    """Killed while `spec.md` was being written: the folder holds only that
-    write's temporary. It is said as it is (not "its folder is gone"), and
-    closing the run removes the temporary nothing will finish."""
-    run_id = "20250101-000000-abcdef"
+def _logged_without_state(project: Path, run_id: str) -> Path:
+    """A headless run in the log whose folder was made but no state saved."""
     runlog.append(
         project / ".santa" / "log.jsonl",
         {"run_id": run_id, "event": "run", "iteration": 0, "source": "api"},
     )
     folder = project / ".santa" / "runs" / run_id
     folder.mkdir(parents=True)
+    return folder
+
+
+def test_a_run_killed_before_its_state_was_saved_has_no_state_yet(project, capsys):
+    """Killed while `spec.md` was being written: the folder holds only that
+    write's temporary. It is said as it is (not "its folder is gone"), and
+    closing the run removes the temporary nothing will finish."""
+    run_id = "20250101-000000-abcdef"
+    folder = _logged_without_state(project, run_id)
     half = folder / ".spec.md.k2j3h4.santa-tmp"
     half.write_text("Write a rel", encoding="utf-8")
     row = _rows(capsys)[run_id]
@@ -263,13 +269,7 @@ def test_a_run_killed_before_its_state_was_saved_has_no_state_yet(project, capsy
 
 
 def test_closing_a_run_without_state_keeps_what_is_not_a_temporary(project, capsys):
-    run_id = "20250101-000000-abcdee"
-    runlog.append(
-        project / ".santa" / "log.jsonl",
-        {"run_id": run_id, "event": "run", "iteration": 0, "source": "api"},
-    )
-    folder = project / ".santa" / "runs" / run_id
-    folder.mkdir(parents=True)
+    folder = _logged_without_state(project, run_id := "20250101-000000-abcdee")
     (folder / "spec.md").write_text("Write a release note.\n", encoding="utf-8")
     (folder / ".rubric.md.x1.santa-tmp").write_text("# ba", encoding="utf-8")
     assert main(["log", "escalate", "--run", run_id]) == 0

@@ -305,7 +305,8 @@ def _other_verdicts(
     final = str(value["verdict"]).strip().upper()
     outside = text[: span[0]] + "\n" + text[span[1] :]
     found = [a or b for a, b in _ANY_VERDICT.findall(outside)]
-    found += [a or b for a, b in _ANY_VERDICT.findall(_unescaped(outside))]
+    if "\\" in outside:  # only escapes can spell a verdict the raw search missed
+        found += [a or b for a, b in _ANY_VERDICT.findall(_unescaped(outside))]
     for decoded in others_decoded:
         found += _nested_verdicts(decoded)
     found += _nested_verdicts({k: v for k, v in value.items() if k != "verdict"})
