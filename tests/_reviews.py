@@ -1,4 +1,5 @@
-"""Builders of reviewer replies for the review-contract, merge and gate tests.
+"""The one builder of reviewer replies (`review_of`, `review_reply`) and its
+shorthands, for every test that scripts a reviewer.
 
 Kept apart from conftest.py so the tests that need them import them by name
 and nothing else changes under them. Everything here builds plain dicts and
@@ -9,7 +10,7 @@ from the code it checks.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from santa_method.core.types import Criterion, Rubric
@@ -52,6 +53,59 @@ def check(criterion: str, result: str = "PASS", detail: str = "") -> dict[str, A
     return {"criterion": criterion, "result": result, "detail": detail}
 
 
+Detail = str | Callable[[str, str], str] | None
+
+
+def review_of(
+    criteria: Iterable[str] = BASE_IDS,
+    issues: Iterable[Any] = (),
+    *,
+    failing: Iterable[str] | None = None,
+    verdict: str | None = None,
+    detail: Detail = "ok",
+    suggestions: Iterable[str] | None = (),
+    canary: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The one builder of a review: a check per criterion, then the issues.
+
+    A check fails when its criterion is in `failing`, which defaults to the
+    criteria the issues name, and the verdict defaults to FAIL when a check
+    fails or an issue is given. `detail` is every check's detail, or a
+    function of (criterion, result), or None for checks without one. A
+    `suggestions` or `canary` of None leaves the field out, as some
+    reviewers do; `extra` fields follow the canary.
+    """
+    found = list(issues)
+    if failing is None:
+        failed = {i["criterion"] for i in found if isinstance(i, Mapping) and "criterion" in i}
+    else:
+        failed = set(failing)
+    checks: list[dict[str, Any]] = []
+    for cid in criteria:
+        result = "FAIL" if cid in failed else "PASS"
+        entry: dict[str, Any] = {"criterion": cid, "result": result}
+        if detail is not None:
+            entry["detail"] = detail if isinstance(detail, str) else detail(cid, result)
+        checks.append(entry)
+    review: dict[str, Any] = {
+        "verdict": verdict or ("FAIL" if failed or found else "PASS"),
+        "checks": checks,
+        "critical_issues": found,
+    }
+    if suggestions is not None:
+        review["suggestions"] = list(suggestions)
+    if canary is not None:
+        review["canary"] = canary
+    review.update(extra)
+    return review
+
+
+def review_reply(*args: Any, **kwargs: Any) -> str:
+    """`review_of(...)` as the bare JSON text a reviewer replies with."""
+    return json.dumps(review_of(*args, **kwargs))
+
+
 def pass_review(
     ids: Iterable[str] = BASE_IDS,
     *,
@@ -60,16 +114,14 @@ def pass_review(
     **extra: Any,
 ) -> dict[str, Any]:
     """A PASS review: every check passes, no critical issue."""
-    review: dict[str, Any] = {
-        "verdict": "PASS",
-        "checks": [check(cid, "PASS", f"{cid} is fine") for cid in ids],
-        "critical_issues": [],
-        "suggestions": list(suggestions),
-    }
-    if canary is not None:
-        review["canary"] = canary
-    review.update(extra)
-    return review
+    return review_of(
+        ids,
+        failing=(),
+        detail=lambda cid, _: f"{cid} is fine",
+        suggestions=suggestions,
+        canary=canary,
+        **extra,
+    )
 
 
 def fail_review(
@@ -82,17 +134,15 @@ def fail_review(
 ) -> dict[str, Any]:
     """A FAIL review whose `failing` criteria fail (with the given details)."""
     details = dict(failing) if isinstance(failing, Mapping) else dict.fromkeys(failing, "")
-    review: dict[str, Any] = {
-        "verdict": "FAIL",
-        "checks": [
-            check(cid, "FAIL" if cid in details else "PASS", details.get(cid, "")) for cid in ids
-        ],
-        "critical_issues": list(issues),
-        "suggestions": list(suggestions),
-    }
-    if canary is not None:
-        review["canary"] = canary
-    return review
+    return review_of(
+        ids,
+        issues,
+        failing=details,
+        verdict="FAIL",
+        detail=lambda cid, _: details.get(cid, ""),
+        suggestions=suggestions,
+        canary=canary,
+    )
 
 
 def issue(

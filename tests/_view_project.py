@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from _reviews import BASE_IDS
+from _reviews import BASE_IDS, review_of
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, ReviewReply, Tokens
 from santa_method.headless.batch import BatchOptions
@@ -84,22 +84,14 @@ class ScriptedModel:
         canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
         criteria = [c for c in CRITERIA if f"### `{c}`" in request.prefix] or list(CRITERIA)
         problems = _problems(_output_of(request.round_part), request.label, criteria)
-        failing = {p["criterion"] for p in problems}
-        review = {
-            "verdict": "FAIL" if problems else "PASS",
-            "checks": [
-                {
-                    "criterion": c,
-                    "result": "FAIL" if c in failing else "PASS",
-                    "detail": f"reviewer {request.label}: "
-                    + ("see the critical issues" if c in failing else "nothing wrong found"),
-                }
-                for c in criteria
-            ],
-            "critical_issues": problems,
-            "suggestions": [f"reviewer {request.label} suggests a usage example"],
-            "canary": canary,
-        }
+        review = review_of(
+            criteria,
+            problems,
+            detail=lambda c, result: f"reviewer {request.label}: "
+            + ("see the critical issues" if result == "FAIL" else "nothing wrong found"),
+            suggestions=[f"reviewer {request.label} suggests a usage example"],
+            canary=canary,
+        )
         model = "claude-sonnet-4-5" if request.label == "B" else "claude-haiku-4-5"
         return ReviewReply(
             text=json.dumps(review),

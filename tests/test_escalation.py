@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.core.errors import RefusedError
@@ -31,17 +32,7 @@ BASE = (
 
 
 def review(canary: str, issues: tuple[dict[str, Any], ...] = (), note: str = "") -> str:
-    failing = {i["criterion"] for i in issues}
-    body = {
-        "verdict": "FAIL" if issues else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": note}
-            for c in BASE
-        ],
-        "critical_issues": list(issues),
-        "canary": canary,
-    }
-    return json.dumps(body)
+    return review_reply(BASE, issues, detail=note, suggestions=None, canary=canary)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from _transcripts import reviewer_transcript
 
 REPO = Path(__file__).resolve().parents[1]
@@ -230,27 +231,11 @@ CRITERIA = (
 
 def review(canary: str, *, quote: str | None = None, drop: str | None = None) -> str:
     """A review JSON: PASS, or FAIL on factual-accuracy when `quote` is given."""
-    checks = [
-        {
-            "criterion": c,
-            "result": "FAIL" if quote is not None and c == "factual-accuracy" else "PASS",
-            "detail": "checked",
-        }
-        for c in CRITERIA
-        if c != drop
-    ]
-    obj: dict[str, Any] = {
-        "verdict": "FAIL" if quote is not None else "PASS",
-        "checks": checks,
-        "critical_issues": [],
-        "suggestions": [],
-        "canary": canary,
-    }
+    issues = []
     if quote is not None:
-        obj["critical_issues"] = [
-            {"criterion": "factual-accuracy", "issue": "The spec says 2.1.", "quote": quote}
-        ]
-    return json.dumps(obj)
+        issues = [{"criterion": "factual-accuracy", "issue": "The spec says 2.1.", "quote": quote}]
+    criteria = [c for c in CRITERIA if c != drop]
+    return review_reply(criteria, issues, detail="checked", canary=canary)
 
 
 @pytest.fixture

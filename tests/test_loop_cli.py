@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.state import log as runlog
@@ -53,18 +54,14 @@ PHANTOM = {
 
 
 def review(canary: str, issues: tuple[dict[str, Any], ...] = (), note: str = "checked") -> str:
-    failing = {i["criterion"] for i in issues}
-    body = {
-        "verdict": "FAIL" if issues else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": note}
-            for c in BASE
-        ],
-        "critical_issues": list(issues),
-        "suggestions": ["Add an example that reads standard input."],
-        "canary": canary,
-    }
-    return f"My review ({note}):\n```json\n{json.dumps(body)}\n```"
+    body = review_reply(
+        BASE,
+        issues,
+        detail=note,
+        suggestions=["Add an example that reads standard input."],
+        canary=canary,
+    )
+    return f"My review ({note}):\n```json\n{body}\n```"
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from santa_method.cli import main
 from santa_method.state import report as reports
 from santa_method.state import runs
@@ -41,18 +42,7 @@ LICENSE = {"criterion": "completeness", "issue": "No license", "missing": "Licen
 
 
 def review(canary: str, issues: tuple[dict[str, Any], ...], note: str) -> str:
-    failing = {i["criterion"] for i in issues}
-    return json.dumps(
-        {
-            "verdict": "FAIL" if issues else "PASS",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": note}
-                for c in BASE
-            ],
-            "critical_issues": list(issues),
-            "canary": canary,
-        }
-    )
+    return review_reply(BASE, issues, detail=note, suggestions=None, canary=canary)
 
 
 @pytest.fixture

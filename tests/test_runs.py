@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from _transcripts import read_records, reviewer_records, reviewer_transcript, write_transcript
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
@@ -57,18 +58,8 @@ def open_run(home: Path, **overrides: Any) -> runs.RoundOpened:
 
 
 def review(canary: str, issues: tuple[dict[str, Any], ...] = ()) -> str:
-    failing = {i["criterion"] for i in issues}
-    body = {
-        "verdict": "FAIL" if issues else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": "checked"}
-            for c in BASE
-        ],
-        "critical_issues": list(issues),
-        "suggestions": [],
-        "canary": canary,
-    }
-    return "Here is my review.\n```json\n" + json.dumps(body) + "\n```"
+    body = review_reply(BASE, issues, detail="checked", canary=canary)
+    return "Here is my review.\n```json\n" + body + "\n```"
 
 
 WRONG_VERSION = {"criterion": "factual-accuracy", "issue": "Wrong version", "quote": "version: 2.0"}

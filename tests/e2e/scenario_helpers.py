@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _reviews import review_of
+
 from .stub_server import (
     DEFAULT_MARKERS,
     Reply,
@@ -321,24 +323,14 @@ def review(
     criteria = criteria_of(body)
     if not criteria:
         raise ValueError("the reviewer read no rubric criteria")
-    checks = [
-        {
-            "criterion": c,
-            "result": "FAIL" if c in fails else "PASS",
-            "detail": f"{c} {'fails' if c in fails else 'holds'}.",
-        }
-        for c in criteria
-    ]
     issues = [{"criterion": c, **issue} for c, issue in fails.items()]
-    reply: dict[str, Any] = {
-        "verdict": "FAIL" if fails else "PASS",
-        "checks": checks,
-        "critical_issues": issues,
-        "suggestions": [note] if note else [],
-    }
-    if canary:
-        reply["canary"] = canary_of(body) or ""
-    return reply
+    return review_of(
+        criteria,
+        issues,
+        detail=lambda c, result: f"{c} {'fails' if result == 'FAIL' else 'holds'}.",
+        suggestions=[note] if note else [],
+        canary=(canary_of(body) or "") if canary else None,
+    )
 
 
 def answer(**options: Any) -> Callable[[dict[str, Any]], Text]:

@@ -46,6 +46,8 @@ from typing import Any
 import pytest
 import yaml
 
+from _reviews import review_of
+
 from .scenario_helpers import (
     MARKERS,
     PYTHON,
@@ -268,17 +270,14 @@ def _santa(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 
 def _review(canary: str, fails: Mapping[str, Mapping[str, str]], label: str) -> dict[str, Any]:
-    return {
-        "verdict": "FAIL" if fails else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if c in fails else "PASS", "detail": c}
-            for c in BASE_CRITERIA
-        ],
-        "critical_issues": [{"criterion": c, **flag} for c, flag in fails.items()],
+    return review_of(
+        BASE_CRITERIA,
+        [{"criterion": c, **flag} for c, flag in fails.items()],
+        detail=lambda c, _: c,
         # Two identical replies would be refused as one reviewer's copy.
-        "suggestions": [f"reviewer {label}"],
-        "canary": canary,
-    }
+        suggestions=[f"reviewer {label}"],
+        canary=canary,
+    )
 
 
 def _verify_offline(

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from _reviews import review_of
 from e2e.stub_server import FIXER, REVIEWER, Json, first_user_text, system_text
 
 from .conftest import CRITERIA
@@ -36,21 +37,8 @@ def review(body: dict[str, Any]) -> Json:
     assert canary and output, "a reviewer's message ends with the output fence and the canary"
     criteria = rubric_of(body)
     bad = sorted({m for m in MARK.findall(output.group(2)) if m in criteria})
-    return Json(
-        {
-            "verdict": "FAIL" if bad else "PASS",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if c in bad else "PASS", "detail": "checked"}
-                for c in criteria
-            ],
-            "critical_issues": [
-                {"criterion": c, "issue": f"planted defect in {c}", "quote": f"BAD-{c}"}
-                for c in bad
-            ],
-            "suggestions": [],
-            "canary": canary.group(1),
-        }
-    )
+    flags = [{"criterion": c, "issue": f"planted defect in {c}", "quote": f"BAD-{c}"} for c in bad]
+    return Json(review_of(criteria, flags, detail="checked", canary=canary.group(1)))
 
 
 def fix(body: dict[str, Any]) -> Json:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_of
 from e2e.stub_server import Json, first_user_text
 
 from .broken_streams import BROKEN
@@ -32,29 +33,18 @@ def canary_of(body: dict[str, Any]) -> str:
 
 
 def passing(body: dict[str, Any], note: str = "") -> dict[str, Any]:
-    return {
-        "verdict": "PASS",
-        "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in CRITERIA],
-        "critical_issues": [],
-        "suggestions": [note] if note else [],
-        "canary": canary_of(body),
-    }
+    return review_of(CRITERIA, suggestions=[note] if note else [], canary=canary_of(body))
 
 
 def failing(body: dict[str, Any], quote: str, note: str = "") -> dict[str, Any]:
-    checks = [
-        {"criterion": c, "result": "FAIL" if c == "factual-accuracy" else "PASS", "detail": "x"}
-        for c in CRITERIA
-    ]
-    return {
-        "verdict": "FAIL",
-        "checks": checks,
-        "critical_issues": [
-            {"criterion": "factual-accuracy", "issue": "the year is wrong", "quote": quote}
-        ],
-        "suggestions": [note] if note else [],
-        "canary": canary_of(body),
-    }
+    flag = {"criterion": "factual-accuracy", "issue": "the year is wrong", "quote": quote}
+    return review_of(
+        CRITERIA,
+        [flag],
+        detail="x",
+        suggestions=[note] if note else [],
+        canary=canary_of(body),
+    )
 
 
 def pass_reply(note: str = "") -> Callable[[dict[str, Any]], Json]:

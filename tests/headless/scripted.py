@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _reviews import review_of
 from santa_method.core.errors import BackendError
 from santa_method.headless.backends.base import (
     FixReply,
@@ -33,18 +34,9 @@ def year_review(request: ReviewRequest) -> dict[str, Any]:
     """FAIL (completeness, quoting 1999) while the output holds 1999, else PASS."""
     canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
     bad = "1999" in request.round_part
-    return {
-        "verdict": "FAIL" if bad else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if bad and c == "completeness" else "PASS"}
-            for c in CRITERIA
-        ],
-        "critical_issues": [{"criterion": "completeness", "issue": "old year", "quote": "1999"}]
-        if bad
-        else [],
-        "suggestions": [request.label],  # reviews differ, as real ones do
-        "canary": canary,
-    }
+    flags = [{"criterion": "completeness", "issue": "old year", "quote": "1999"}] if bad else []
+    # Suggestions differ, as real reviews do.
+    return review_of(CRITERIA, flags, detail=None, suggestions=[request.label], canary=canary)
 
 
 class Scripted:

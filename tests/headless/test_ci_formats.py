@@ -22,6 +22,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 from sarif_pydantic import Sarif
 
+from _reviews import review_of
 from santa_method.cli import main
 from santa_method.cli.report_cmd import FORMATS as CLI_FORMATS
 from santa_method.headless import verify_sync
@@ -80,17 +81,13 @@ class Planted:
                     "missing": "A License section",
                 }
             )
-        failing = {i["criterion"] for i in issues}
-        review = {
-            "verdict": "FAIL" if issues else "PASS",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": "x"}
-                for c in CRITERIA
-            ],
-            "critical_issues": issues,
-            "suggestions": [f"Say who maintains it ({request.label})."],
-            "canary": canary,
-        }
+        review = review_of(
+            CRITERIA,
+            issues,
+            detail="x",
+            suggestions=[f"Say who maintains it ({request.label})."],
+            canary=canary,
+        )
         return ReviewReply(text=json.dumps(review), tokens=Tokens(10, 5), cost_usd=0.001)
 
     async def fix(self, request: FixRequest) -> FixReply:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_of
 from e2e.conftest import make_claude_env
 from santa_method.cli import main
 from santa_method.core.errors import BackendError
@@ -67,14 +68,8 @@ def _result(**fields: Any) -> dict[str, Any]:
 
 
 def _review(verdict: str = "PASS") -> str:
-    review = {
-        "verdict": verdict,
-        "checks": [{"criterion": c, "result": verdict, "detail": "ok"} for c in CRITERIA],
-        "critical_issues": [],
-        "suggestions": [],
-        "canary": "@canary@",
-    }
-    return json.dumps(_result(structured_output=review))
+    failing = CRITERIA if verdict == "FAIL" else ()
+    return json.dumps(_result(structured_output=review_of(CRITERIA, failing=failing, canary="@canary@")))
 
 
 # Each scene: what the "CLI" writes, and a word the backend error must hold.

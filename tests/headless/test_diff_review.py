@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from sarif_pydantic import Sarif
 
+from _reviews import review_of
 from e2e.stub_server import REVIEWER, Json, first_user_text
 from santa_method.cli import main
 from santa_method.core.errors import InputError
@@ -83,20 +84,6 @@ def issues_for(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def review_of(canary: str, issues: list[dict[str, Any]]) -> dict[str, Any]:
-    failing = {i["criterion"] for i in issues}
-    return {
-        "verdict": "FAIL" if issues else "PASS",
-        "checks": [
-            {"criterion": c, "result": "FAIL" if c in failing else "PASS", "detail": "x"}
-            for c in CRITERIA
-        ],
-        "critical_issues": issues,
-        "suggestions": [],
-        "canary": canary,
-    }
-
-
 class ChangeReviewer:
     """Flags the planted year and typo; the fixer mends what it is shown."""
 
@@ -107,7 +94,7 @@ class ChangeReviewer:
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
         canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
-        body = review_of(canary, issues_for(request.round_part))
+        body = review_of(CRITERIA, issues_for(request.round_part), detail="x", canary=canary)
         return ReviewReply(text=json.dumps(body), tokens=Tokens(10, 5), cost_usd=0.001)
 
     async def fix(self, request: FixRequest) -> FixReply:
@@ -193,7 +180,11 @@ def test_fixes_need_in_place_and_then_edit_each_file_with_its_own_problems(repo)
 
 def test_cli_against_diff_json(stub_server, repo, monkeypatch, capsys):
     def reviewer(body: dict[str, Any]) -> Json:
-        return Json(review_of(canary_of(body), issues_for(first_user_text(body))))
+        return Json(
+            review_of(
+                CRITERIA, issues_for(first_user_text(body)), detail="x", canary=canary_of(body)
+            )
+        )
 
     server = stub_server({REVIEWER: reviewer})
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
