@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
 from santa_method.core.errors import InputError
 from santa_method.core.rubric import load_rubric
 from santa_method.headless.backends.base import (
@@ -320,13 +321,8 @@ class _Scripted:
             raise BackendError("the scripted API is overloaded (529) after 2 retries")
         canary = re.search(r"santa-canary: (\w+)\s*$", request.round_part)
         assert canary is not None
-        review = {
-            "verdict": "PASS",
-            "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in CRITERIA],
-            "critical_issues": [],
-            "canary": canary.group(1),
-        }
-        text = json.dumps(review) if request.label == "B" else str(self.c_reply)
+        review = review_reply(CRITERIA, suggestions=None, canary=canary.group(1))
+        text = review if request.label == "B" else str(self.c_reply)
         return ReviewReply(text=text, tokens=Tokens(10, 2), cost_usd=0.001, model="scripted-1")
 
     async def fix(self, request: FixRequest) -> FixReply:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _reviews import BASE_IDS, review_reply
 from _transcripts import reviewer_transcript
 
 REPO = Path(__file__).resolve().parents[1]
@@ -311,24 +312,7 @@ def test_vendored_hooks_run_the_helper_through_santa_python(
     )
     assert out == ""
 
-    reply = json.dumps(
-        {
-            "verdict": "PASS",
-            "checks": [
-                {"criterion": c, "result": "PASS", "detail": "ok"}
-                for c in (
-                    "factual-accuracy",
-                    "no-hallucination",
-                    "completeness",
-                    "compliance",
-                    "internal-consistency",
-                    "technical-correctness",
-                )
-            ],
-            "critical_issues": [],
-            "canary": run["canary"],
-        }
-    )
+    reply = review_reply(BASE_IDS, suggestions=None, canary=run["canary"])
     transcript = Path(
         reviewer_transcript(
             tmp_path / "agent.jsonl",

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_reply
+
 from .scenario_helpers import (
     MARKERS,
     PLUGIN_FIXER,
@@ -202,15 +204,9 @@ def test_misbehaving_main_agent_is_refused_at_every_step(
         # A well-formed PASS review with the right canary, written by the main agent.
         assignment = Path(story.runs[0]["assignment"]).read_text(encoding="utf-8")
         criteria = dict.fromkeys(re.findall(r"### `([a-z0-9-]+)`", assignment))
-        review = {
-            "verdict": "PASS",
-            "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in criteria],
-            "critical_issues": [],
-            "suggestions": [],
-            "canary": story.runs[0]["canary"],
-        }
+        review = review_reply(criteria, canary=story.runs[0]["canary"])
         path = str(tmp_path / "project" / "fake.json")
-        return ToolUse("Write", {"file_path": path, "content": json.dumps(review)})
+        return ToolUse("Write", {"file_path": path, "content": review})
 
     main = [
         bash("santa round start --against draft.md --spec spec.md --json"),
@@ -652,16 +648,7 @@ def _answer_from_grep(body: dict[str, Any]) -> Text:
     seen = "\n".join(c.result or "" for c in tool_calls(body))
     canary = re.findall(r"santa-canary: ([A-Za-z0-9_-]+)", seen)[-1]
     criteria = list(dict.fromkeys(re.findall(r"### `([a-z0-9-]+)`", seen)))
-    return Text(
-        json.dumps(
-            {
-                "verdict": "PASS",
-                "checks": [{"criterion": c, "result": "PASS", "detail": "ok"} for c in criteria],
-                "critical_issues": [],
-                "canary": canary,
-            }
-        )
-    )
+    return Text(review_reply(criteria, suggestions=None, canary=canary))
 
 
 def test_a_reviewer_that_never_read_the_output_is_not_counted(

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import review_of, review_reply
 from e2e.stub_server import REVIEWER, Json
 from santa_method.cli import main
 
@@ -28,20 +29,18 @@ OUTPUT = f"# Setup\n\nCopy this value:\n{AWS_SECRET}\n\nand this line:\n{PEM_LIN
 
 def _quoting(body: dict[str, Any]) -> Json:
     """A reviewer that quotes each secret alone, as real reviewers do."""
+    flags = [
+        {"criterion": "compliance", "issue": f"a credential is printed: {s}", "quote": s}
+        for s in SECRETS
+    ]
     return Json(
-        {
-            "verdict": "FAIL",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if c == "compliance" else "PASS", "detail": "x"}
-                for c in CRITERIA
-            ],
-            "critical_issues": [
-                {"criterion": "compliance", "issue": f"a credential is printed: {s}", "quote": s}
-                for s in SECRETS
-            ],
-            "suggestions": [f"remove {AWS_SECRET}"],
-            "canary": canary_of(body),
-        }
+        review_of(
+            CRITERIA,
+            flags,
+            detail="x",
+            suggestions=[f"remove {AWS_SECRET}"],
+            canary=canary_of(body),
+        )
     )
 
 
@@ -99,19 +98,10 @@ def test_santa_gate_shows_no_quoted_secret(
     output.write_text(OUTPUT, encoding="utf-8")
     reviews = []
     for label in ("b", "c"):
-        review = {
-            "verdict": "FAIL",
-            "checks": [
-                {"criterion": c, "result": "FAIL" if c == "compliance" else "PASS"}
-                for c in CRITERIA
-            ],
-            "critical_issues": [
-                {"criterion": "compliance", "issue": f"prints {s}", "quote": s} for s in SECRETS
-            ],
-            "suggestions": [label],
-        }
+        flags = [{"criterion": "compliance", "issue": f"prints {s}", "quote": s} for s in SECRETS]
         path = project / f"{label}.json"
-        path.write_text(json.dumps(review), encoding="utf-8")
+        review = review_reply(CRITERIA, flags, detail=None, suggestions=[label])
+        path.write_text(review, encoding="utf-8")
         reviews.append(str(path))
     code = main(["gate", *reviews, "--against", str(output)] + (["--json"] if as_json else []))
     out, err = capsys.readouterr()
