@@ -13,6 +13,7 @@ from e2e.conftest import claude_cli, claude_env, run_claude, stub_server
 __all__ = ["claude_cli", "claude_env", "run_claude", "stub_server"]
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,23 @@ def _outside_claude_code(
         monkeypatch.delenv(name, raising=False)
     # Target locks live in the user's cache: the tests' own, not the developer's.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
+
+
+@pytest.fixture
+def santa_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`tmp_path` as the current project of commands run outside Claude Code:
+    no `CLAUDE*` variable at all (so neither the project root nor the source
+    comes from the developer's session), its own `.santa/` and its own log.
+
+    Tests add the files they need; `user_files` below is the folder of
+    commands run from inside a project (CLAUDE_PROJECT_DIR, the default log).
+    """
+    for name in [k for k in os.environ if k.startswith("CLAUDE")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
+    monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ nothing else may: the pure decision is checked on its own too."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,11 @@ def review(canary: str, issues: tuple[dict[str, Any], ...] = (), note: str = "")
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in [k for k in os.environ if k.startswith("CLAUDE")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "spec.md").write_text("The README states version 2.1 and has a License section.\n")
-    return tmp_path
+def project(santa_project: Path) -> Path:
+    (santa_project / "spec.md").write_text(
+        "The README states version 2.1 and has a License section.\n"
+    )
+    return santa_project
 
 
 def start(capsys: pytest.CaptureFixture[str], output: str, *extra: str) -> dict[str, Any]:

@@ -65,16 +65,11 @@ def review(canary: str, issues: tuple[dict[str, Any], ...] = (), note: str = "ch
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project folder with its own `.santa/` and log, and no Claude Code around."""
-    for name in [k for k in os.environ if k.startswith("CLAUDE")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "spec.md").write_text(SPEC, encoding="utf-8")
-    (tmp_path / "out.md").write_text(OUTPUT, encoding="utf-8")
-    return tmp_path
+def project(santa_project: Path) -> Path:
+    """The shared project (conftest.py) with a spec and an output."""
+    (santa_project / "spec.md").write_text(SPEC, encoding="utf-8")
+    (santa_project / "out.md").write_text(OUTPUT, encoding="utf-8")
+    return santa_project
 
 
 def santa(project: Path, *args: str, claude_code: bool = False) -> subprocess.CompletedProcess[str]:

@@ -46,15 +46,9 @@ def review(canary: str, issues: tuple[dict[str, Any], ...], note: str) -> str:
 
 
 @pytest.fixture
-def escalated(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> tuple[Path, str]:
+def escalated(santa_project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, str]:
     """A run that escalated at the cap after one fix, with a key in its output and quotes."""
-    for name in [k for k in os.environ if k.startswith("CLAUDE")]:
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
-    monkeypatch.chdir(tmp_path)
+    tmp_path = santa_project
     (tmp_path / "spec.md").write_text(
         f"Document tally 2.1 with a License section. Never print {AWS}.\n"
     )

@@ -29,14 +29,9 @@ OUTPUT = "# tally\n\nCurrent version: 2.0.\n\nInstall with pip install tally-cli
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("CLAUDECODE", "CLAUDE_PROJECT_DIR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "out.md").write_text(OUTPUT, encoding="utf-8")
-    return tmp_path
+def home(santa_project: Path) -> Path:
+    (santa_project / "out.md").write_text(OUTPUT, encoding="utf-8")
+    return santa_project
 
 
 def open_run(home: Path, **overrides: Any) -> runs.RoundOpened:
