@@ -321,3 +321,60 @@ def test_help_texts(run) -> None:
         assert proc.returncode == 0
         assert "--json" in proc.stdout
         assert "--rubric" in proc.stdout
+
+
+# --- the gate refuses what it cannot count, and an answer nobody received ------
+
+
+def test_the_same_review_file_twice_is_an_input_error(tmp_path: Path) -> None:
+    review = tmp_path / "b.json"
+    review.write_text(json.dumps(pass_review()), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "santa_method", "gate", str(review), str(review)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SANTA_HOME": str(tmp_path / ".santa")},
+    )
+    assert done.returncode == 2 and "twice" in done.stderr
+
+
+def test_gate_of_a_run_refuses_options_the_run_fixed(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "santa_method", "gate", "--run", "x", "--rubric", "code"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SANTA_HOME": str(tmp_path / ".santa")},
+    )
+    assert done.returncode == 2 and "--rubric cannot be given with --run" in done.stderr
+
+
+def test_an_answer_nobody_received_is_not_a_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from santa_method.cli import main
+
+    class GoneReader:
+        """stdout whose reader hung up: every write fails as a closed pipe does."""
+
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            return sys.__stdout__.fileno()
+
+    reviews = []
+    for name in ("b", "c"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(pass_review(suggestions=[name])), encoding="utf-8")
+        reviews.append(str(path))
+    saved = os.dup(sys.__stdout__.fileno())
+    monkeypatch.setattr(sys, "stdout", GoneReader())
+    try:
+        # A NICE verdict that could not be printed is not a success.
+        assert main(["gate", *reviews, "--json"]) == 1
+    finally:
+        os.dup2(saved, sys.__stdout__.fileno())
+        os.close(saved)

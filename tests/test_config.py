@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import FrozenInstanceError, fields
 from pathlib import Path
 
@@ -199,3 +202,73 @@ def test_the_example_documents_every_key_and_is_valid() -> None:
     for name in data:  # each key is introduced by a comment
         before = text.split(f"\n{name}:")[0]
         assert before.rstrip().splitlines()[-1].startswith("#"), name
+
+
+# --- inside Claude Code, flags cannot loosen the config ----------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--max-fixes", "9"], ["--pre-check", "true"], ["--reviewers", "2"]],
+)
+def test_inside_claude_code_flags_cannot_loosen_the_config(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    santa = tmp_path / ".santa"
+    santa.mkdir()
+    (santa / "config.yaml").write_text(
+        "max_fixes: 1\nreviewers: 3\npre_check: test -f out.md\n", encoding="utf-8"
+    )
+    (tmp_path / "out.md").write_text("hello\n", encoding="utf-8")
+    base = [sys.executable, "-m", "santa_method", "round", "start", "--against", "out.md"]
+    env = {**os.environ, "SANTA_HOME": str(santa), "CLAUDECODE": "1"}
+    done = subprocess.run(
+        [*base, "--spec-text", "Say hello.", *flags],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 1 and ".santa/config.yaml" in done.stderr
+    outside = {k: v for k, v in env.items() if k != "CLAUDECODE"}
+    allowed = subprocess.run(
+        [*base, "--spec-text", "Say hello.", *flags],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=outside,
+    )
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def test_a_rubric_missing_configured_criteria_is_refused_inside_claude_code(tmp_path: Path) -> None:
+    santa = tmp_path / ".santa"
+    (santa / "rubrics").mkdir(parents=True)
+    (santa / "config.yaml").write_text("rubric: code\n", encoding="utf-8")
+    (santa / "rubrics" / "easy.yaml").write_text(
+        "name: easy\ncriteria:\n  - id: has-a-line\n    name: Has a line\n"
+        "    pass: The output contains at least one line of text.\n"
+        "    fail_signals: [The output is empty.]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "out.md").write_text("hello\n", encoding="utf-8")
+    base = [
+        sys.executable,
+        "-m",
+        "santa_method",
+        "round",
+        "start",
+        "--against",
+        "out.md",
+        "--spec-text",
+        "Say hello.",
+    ]
+    env = {**os.environ, "SANTA_HOME": str(santa), "CLAUDECODE": "1"}
+    easy = subprocess.run(
+        [*base, "--rubric", "easy"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert easy.returncode == 1 and "--rubric easy" in easy.stderr
+    stricter = subprocess.run(
+        [*base, "--rubric", "code+regulated"], capture_output=True, text=True, cwd=tmp_path, env=env
+    )
+    assert stricter.returncode == 0, stricter.stderr

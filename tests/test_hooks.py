@@ -757,3 +757,31 @@ def test_a_harmless_nested_shell_is_allowed() -> None:
     from santa_method.claude_code.hooks import shell_problem
 
     assert shell_problem("bash -c 'echo hello; ls'") is None
+
+
+# --- a hook that cannot even be imported still answers in the protocol ---------
+
+
+def test_a_crashing_stop_hook_blocks_once_instead_of_letting_the_reply_through(
+    tmp_path: Path,
+) -> None:
+    # A hook module that cannot even be imported (None in sys.modules makes
+    # the import fail): the CLI must still answer in the hook protocol.
+    payload = json.dumps({"agent_type": "santa-method:reviewer", "stop_hook_active": False})
+    code = (
+        "import sys, santa_method.claude_code as cc;"
+        "sys.modules['santa_method.claude_code.hooks'] = None;"
+        "from santa_method.cli import main; sys.exit(main(['hook', 'subagent-stop']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=payload, capture_output=True, text=True
+    )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["decision"] == "block"
+    again = subprocess.run(
+        [sys.executable, "-c", code],
+        input=payload.replace("false", "true"),
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0 and again.stdout.strip() == ""

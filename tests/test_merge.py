@@ -461,3 +461,23 @@ def test_cjk_missing_items_merge_by_containment(a: str, b: str, same: bool) -> N
         output=ZH_OUTPUT,
     )
     assert len(issues) == (1 if same else 2)
+
+
+# --- missing items: different ones stay apart ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("License section (MIT)", "A License section", True),
+        ("Licence section", "License section", True),
+        ("License section", "Changelog section", False),
+        ("support for Python 3.11", "support for Python 3.12", False),
+        ("step 1 of the install guide", "step 7 of the install guide", False),
+        ("a Changelog section", "License section and Changelog section", False),
+    ],
+)
+def test_missing_items(a: str, b: str, same: bool) -> None:
+    from santa_method.core.merge import same_missing
+
+    assert same_missing(a, b) is same

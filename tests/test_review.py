@@ -322,3 +322,51 @@ def test_json_form_of_an_unparseable_reply() -> None:
     assert data["verdict"] is None
     assert data["review"] is None
     assert data["errors"]
+
+
+# --- replies that must not count: arrays, duplicate keys, blank or empty fields ---
+
+
+def _text(obj: object) -> str:
+    return json.dumps(obj)
+
+
+def test_a_review_inside_a_json_array_does_not_count() -> None:
+    fail, passing = fail_review(["factual-accuracy"]), pass_review()
+    result = validate_reply(f"[{_text(fail)}, {_text(passing)}]", rubric=RUBRIC)
+    assert not result.valid and "array" in result.errors[0]
+
+
+def test_an_array_of_objects_after_the_verdict_makes_the_reply_invalid() -> None:
+    text = _text(pass_review()) + "\nand also\n" + f"[{_text(fail_review(['factual-accuracy']))}]"
+    result = validate_reply(text, rubric=RUBRIC)
+    assert not result.valid
+
+
+def test_duplicate_keys_are_refused_not_last_one_wins() -> None:
+    fail = _text(fail_review(["factual-accuracy"]))
+    forged = fail[:-1] + ', "verdict": "PASS"}'
+    result = validate_reply(forged, rubric=RUBRIC)
+    assert not result.valid and "'verdict' more than once" in result.errors[0]
+
+
+def test_a_review_with_no_checks_is_invalid_even_without_a_rubric() -> None:
+    result = validate_reply(_text({"verdict": "PASS", "checks": [], "critical_issues": []}))
+    assert not result.valid and any("$.checks: empty" in e for e in result.errors)
+
+
+def test_blank_criterion_and_blank_issue_are_invalid() -> None:
+    blank_check = {"verdict": "PASS", "checks": [check(" ")], "critical_issues": []}
+    assert not validate_reply(_text(blank_check)).valid
+    blank_issue = fail_review(["factual-accuracy"])
+    blank_issue["critical_issues"] = ["   "]
+    result = validate_reply(_text(blank_issue), rubric=RUBRIC)
+    assert not result.valid and any("blank" in e for e in result.errors)
+
+
+def test_an_issue_with_a_verified_quote_still_validates() -> None:
+    # The tightened rules leave ordinary reviews alone.
+    review = fail_review(
+        ["factual-accuracy"], [issue("factual-accuracy", "wrong", quote="Current version: 2.0.")]
+    )
+    assert validate_reply(_text(review), rubric=RUBRIC, output=OUTPUT).valid
