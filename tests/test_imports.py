@@ -118,11 +118,20 @@ def test_console_script_import_time_lists_no_sdk(tmp_path, inputs) -> None:
 
 
 #: What a cold `santa validate` of a conforming reply does not use: jsonschema
-#: (the compiled check accepts it), output styling, the YAML of rubrics, fuzzy
-#: matching, the SDKs, detect-secrets for text that cannot hold what its
-#: plugins find (state/redact.py), and pathlib (core/data.py).
+#: (the compiled check accepts it) and fastjsonschema (which only generates
+#: that check), output styling, the YAML of rubrics, fuzzy matching, the SDKs,
+#: detect-secrets for text that cannot hold what its plugins find
+#: (state/redact.py), and pathlib (core/data.py).
 #: bench/helper.py measures the time this saves.
-NOT_ON_THE_VALIDATE_PATH = ("jsonschema", "referencing", "rich", "yaml", "rapidfuzz", *SDKS)
+NOT_ON_THE_VALIDATE_PATH = (
+    "jsonschema",
+    "referencing",
+    "fastjsonschema",
+    "rich",
+    "yaml",
+    "rapidfuzz",
+    *SDKS,
+)
 
 
 @pytest.mark.parametrize(
@@ -132,6 +141,14 @@ NOT_ON_THE_VALIDATE_PATH = ("jsonschema", "referencing", "rich", "yaml", "rapidf
 def test_a_cold_validate_imports_only_what_it_uses(tmp_path, inputs, args) -> None:
     args = [a.format(**inputs) for a in args]
     modules = (*NOT_ON_THE_VALIDATE_PATH, "detect_secrets", "pathlib")
+    assert _probe(tmp_path, args, modules=modules) == {"code": 0, "loaded": []}
+
+
+def test_a_rubric_is_checked_without_either_schema_library(tmp_path, inputs) -> None:
+    # A rubric file is read with YAML, and held to its schema by the compiled
+    # check (core/rubric_schema.py), not by jsonschema nor fastjsonschema.
+    args = ["validate", inputs["b"], "--rubric", "base", "--against", inputs["output"]]
+    modules = ("jsonschema", "referencing", "fastjsonschema", "rich", *SDKS)
     assert _probe(tmp_path, args, modules=modules) == {"code": 0, "loaded": []}
 
 
