@@ -145,6 +145,7 @@ def _sarif_results(path: str) -> list[Any]:
     return [r for run in log.runs for r in (run.results or [])]
 
 
+@pytest.mark.slow
 def test_a_pull_request_gets_one_comment_a_summary_and_sarif(
     tmp_path, checkout, github, stub_server
 ):

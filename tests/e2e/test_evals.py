@@ -514,6 +514,7 @@ def _eval_env(server: StubServer, claude_env: Any, tmpdir: Path) -> dict[str, st
 
 
 @pytest.mark.e2e
+@pytest.mark.slow
 def test_plugin_eval_grades_every_case_passing_when_reviewers_catch_the_defects(
     stub_server, claude_cli, claude_env, eval_tmpdir: Path, tmp_path: Path
 ) -> None:
