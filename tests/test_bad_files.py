@@ -161,7 +161,8 @@ def test_a_file_too_deep_to_read_is_bad_input_not_a_finding(
     (project / name).write_text(said, encoding="utf-8")
     kind = "rubric" if name.endswith(".yaml") else "review"
     sentence = one_sentence(capsys, main(args))
-    assert sentence == f"santa: cannot read {kind} '{name}': it is nested too deeply to be a {kind}"
+    assert sentence.startswith(f"santa: cannot read {kind} '{name}': ")
+    assert "nested too deeply" in sentence
 
 
 def test_a_rubric_extending_one_too_deep_to_read_fails_its_lint(project: Path, capsys) -> None:

@@ -15,7 +15,8 @@ def test_usd_shows_cents_from_a_dollar_and_four_decimals_below() -> None:
 
 def test_a_run_is_spent_when_its_cost_reaches_the_budget() -> None:
     assert budget.spent(0.99, 1.0) is None
-    assert budget.spent(1.0, 1.0) == "the budget is spent ($1.0000 of $1.00)"
+    reason = budget.spent(1.0, 1.0)
+    assert reason is not None and "spent" in reason and "$1.0000 of $1.00" in reason
     assert budget.spent(None, 1.0) is None  # the loop stops an unknown cost itself
     assert budget.spent(5.0, None) is None
 
@@ -39,7 +40,8 @@ def test_a_rereview_needs_only_the_round() -> None:
         )
 
     assert rereview(0.7) is None
-    assert rereview(0.71) == "the budget cannot pay for a re-review (spent $0.7100 of $1.00)"
+    reason = rereview(0.71)
+    assert reason is not None and "re-review" in reason and "$0.7100 of $1.00" in reason
 
 
 @pytest.mark.parametrize("step", ["fix", "rereview"])
@@ -81,11 +83,12 @@ def test_a_job_is_admitted_only_when_the_money_left_pays_for_it() -> None:
         )
 
     assert admit(0.5, 0.25) is None
-    assert admit(0.5, 0.3) == (
-        "the budget of $1.00 cannot pay for more items "
-        "(spent $0.5000, $0.3000 more in flight; one may cost $0.2500)"
-    )
-    assert admit(None, 0.0) == "the cost of a call is unknown, so the budget cannot be kept"
+    refused = admit(0.5, 0.3)
+    assert refused is not None and "cannot pay for more items" in refused
+    for amount in ("$1.00", "spent $0.5000", "$0.3000 more in flight", "$0.2500"):
+        assert amount in refused, amount
+    unknown = admit(None, 0.0)
+    assert unknown is not None and "unknown" in unknown and "cannot be kept" in unknown
 
 
 def test_an_admitted_job_may_spend_what_the_others_do_not_hold() -> None:
@@ -100,6 +103,8 @@ def test_an_admitted_job_may_spend_what_the_others_do_not_hold() -> None:
 
 def test_a_batch_is_accepted_only_within_a_known_budget() -> None:
     assert budget.overspent(1.0, 1.0) is None
-    assert budget.overspent(1.5, 1.0) == "spent $1.50 of a budget of $1.00"
-    assert budget.overspent(None, 1.0) == "the cost is unknown, so the budget was not kept"
+    over = budget.overspent(1.5, 1.0)
+    assert over is not None and "$1.50" in over and "$1.00" in over
+    unknown = budget.overspent(None, 1.0)
+    assert unknown is not None and "unknown" in unknown and "not kept" in unknown
     assert budget.overspent(None, None) is None

@@ -272,11 +272,9 @@ def test_recurring_flags_follow_the_problem_across_changed_outputs() -> None:
     x, y = flag("factual-accuracy", "version 2.0"), flag("completeness", "License")
     wider = flag("factual-accuracy", "Current version 2.0.")
     other_criterion = flag("compliance", "version 2.0")
-    assert [why for _, why in recurring_flags([[x], [wider]], [x])] == [
-        "flagged in 3 consecutive rounds"
-    ]
+    ((_, why),) = recurring_flags([[x], [wider]], [x])
+    assert "3 consecutive rounds" in why
     assert recurring_flags([[x], [y]], [other_criterion]) == []
-    assert [why for _, why in recurring_flags([[x], [y]], [x])] == [
-        "fixed in an earlier round and back again (a fix regression)"
-    ]
+    ((_, why),) = recurring_flags([[x], [y]], [x])
+    assert "fix regression" in why
     assert recurring_flags([[y], [x]], [x]) == []

@@ -514,7 +514,8 @@ def test_unknown_name_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_rubric("nope", (tmp_path,))
     message = str(info.value)
-    assert message == "unknown rubric 'nope'; known rubrics: base, code, content, house, regulated"
+    assert "unknown rubric 'nope'" in message
+    assert "base, code, content, house, regulated" in message  # every rubric it could be
 
 
 @pytest.mark.parametrize("spec", ["", "  ", "code+", "+code", "code++base", "co de", "../x"])

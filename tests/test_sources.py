@@ -22,15 +22,12 @@ def _state(source: str) -> dict:
 def test_each_source_has_its_check() -> None:
     assert sources.provenance_problem(_state("api"), {"agent_id": "a", "reply": "r"}) is None
     assert sources.provenance_problem(_state("files"), {"file": "f", "reply": "r"}) is None
-    assert (
-        sources.provenance_problem(_state("hook"), {"file": "f", "reply": "r"})
-        == "the reply did not come through the reviewer hook"
-    )
+    from_file = sources.provenance_problem(_state("hook"), {"file": "f", "reply": "r"})
+    assert from_file is not None and "reviewer hook" in from_file
     # A hook-stored reply is checked against its transcript, in hook and files runs alike.
     for source in ("hook", "files"):
-        assert sources.provenance_problem(_state(source), {"agent_id": "a", "reply": "r"}) == (
-            "no transcript was recorded for this reply"
-        )
+        problem = sources.provenance_problem(_state(source), {"agent_id": "a", "reply": "r"})
+        assert problem is not None and "no transcript" in problem
 
 
 def test_a_source_without_a_check_lets_no_reply_count(monkeypatch: pytest.MonkeyPatch) -> None:

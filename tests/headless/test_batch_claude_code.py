@@ -200,7 +200,7 @@ def test_guard_keeps_the_model_out_of_batch_state(project):
         'python3 -c \'import shutil; shutil.copy("/tmp/x", ".santa/batches/b/report.json")\'',
         "santa batch status b-1 && cp /tmp/x .santa/batches/b-1/report.json",
     ):
-        assert hooks.shell_problem(sneaky) == "touches santa's batch state directly", sneaky
+        assert "batch state" in (hooks.shell_problem(sneaky) or ""), sneaky
     # The helper's own printed commands name batch files and stay allowed.
     assert (
         hooks.shell_problem(
