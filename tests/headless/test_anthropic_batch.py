@@ -375,6 +375,21 @@ def test_a_results_stream_that_cannot_be_read_is_a_backend_error(
         run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc123"))
 
 
+def test_a_fault_in_santas_own_bookkeeping_is_not_blamed_on_the_api(
+    stub_server, tmp_path, monkeypatch
+):
+    # Only the SDK's parsing of the stream is the API's to fail (exit 3): a bug
+    # in how santa records a result must stay an internal error, seen as one.
+    server = stub_server({REVIEWER: pass_reply()})
+
+    def broken(self: AnthropicBatchBackend, *args: Any) -> None:
+        raise KeyError("requests")
+
+    monkeypatch.setattr(AnthropicBatchBackend, "_outcome", broken)
+    with pytest.raises(KeyError, match="requests"):
+        run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc123"))
+
+
 def test_a_result_with_a_negative_usage_is_a_backend_error(stub_server, tmp_path, monkeypatch):
     server = stub_server({REVIEWER: pass_reply()})
     real = StubServer._batch_results

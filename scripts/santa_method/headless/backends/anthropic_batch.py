@@ -370,12 +370,21 @@ class AnthropicBatchBackend(AnthropicBackend):
         wanted = set(record["custom_ids"])
         last_save = time.monotonic()
         try:
-            with self._batch_errors(client), _readable_results(batch_id):
+            with self._batch_errors(client):
                 results = await client.messages.batches.results(batch_id)
-                async for item in results:
-                    if item.custom_id not in wanted:
+                items = results.__aiter__()
+                while True:
+                    # Only the SDK's parsing and the reads of what it parsed are the
+                    # API's to fail: a bug in santa's own bookkeeping below stays one.
+                    with _readable_results(batch_id):
+                        try:
+                            item = await items.__anext__()
+                        except StopAsyncIteration:
+                            break
+                        key, outcome = _read_item(batch_id, item)
+                    if key not in wanted:
                         continue
-                    self._outcome(batch_id, item.custom_id, item.result)
+                    self._outcome(batch_id, key, outcome)
                     if time.monotonic() - last_save >= SAVE_EVERY:
                         self._save()  # partial results survive an interruption
                         last_save = time.monotonic()
@@ -385,15 +394,15 @@ class AnthropicBatchBackend(AnthropicBackend):
             raise
         self._settle(batch_id, record)
 
-    def _outcome(self, batch_id: str, key: str, result: Any) -> None:
+    def _outcome(self, batch_id: str, key: str, outcome: _Outcome) -> None:
         entry = self._state["requests"].get(key)
         if entry is None or entry.get("result") is not None or _has_outcome(entry, batch_id):
             return
-        if result.type == "succeeded":
-            entry["result"] = result.message.to_dict(mode="json")
+        if outcome.message is not None:
+            entry["result"] = outcome.message
             entry["result_batch"] = batch_id
         else:
-            entry["failures"].append(_failure(batch_id, result))
+            entry["failures"].append(outcome.failure)
 
     def _settle(self, batch_id: str, record: dict[str, Any], reason: str | None = None) -> None:
         """Close the batch: every request of it without an outcome gets a failure."""
@@ -509,6 +518,22 @@ def _has_outcome(entry: dict[str, Any], batch_id: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """One result of a batch, read off the SDK's object: the message of a
+    success (as JSON), or what went wrong."""
+
+    message: dict[str, Any] | None
+    failure: dict[str, Any] | None
+
+
+def _read_item(batch_id: str, item: Any) -> tuple[str, _Outcome]:
+    result = item.result
+    if result.type == "succeeded":
+        return str(item.custom_id), _Outcome(result.message.to_dict(mode="json"), None)
+    return str(item.custom_id), _Outcome(None, _failure(batch_id, result))
+
+
 def _failure(batch_id: str, result: Any) -> dict[str, Any]:
     error_type = message = None
     if result.type == "errored":
@@ -546,7 +571,9 @@ def _give_up(label: str, failures: list[dict[str, Any]]) -> str:
 def _readable_results(batch_id: str) -> Iterator[None]:
     """A results stream the SDK cannot parse (a line that is not JSON, or
     JSON that is not a result) is the API's failure, not santa's: exit 3
-    with the reason, never "internal error"."""
+    with the reason, never "internal error". It guards only the SDK's
+    iteration and the reads of the item it yields (pydantic's ValidationError
+    is a ValueError), so a fault in santa's own bookkeeping stays exit 1."""
     try:
         yield
     except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as exc:
