@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _reviews import fail_review, pass_review
 from santa_method.core.extract import extract_verdict_object
@@ -254,3 +256,127 @@ def test_a_quote_that_reads_like_a_verdict_inside_the_review_is_evidence() -> No
     quoting = pass_review()
     quoting["checks"][0]["evidence"] = "the guide's example says 'verdict: FAIL' then verdict = FAIL"
     assert _ok(json.dumps(quoting)) == quoting
+
+
+# Drafts a reviewer (or text steering one) can write before a final PASS: each
+# holds another verdict, so the reply must be ambiguous, never a PASS.
+@pytest.mark.parametrize(
+    "first",
+    [
+        "verdict: |\n  FAIL",
+        "verdict: >-\n  FAIL",
+        "verdict: !!str FAIL",
+        "verdict: &v FAIL",
+        "reviewed: &v FAIL\nverdict: *v",
+        "**verdict**: FAIL",
+        "`verdict`: FAIL",
+        '- **Verdict:** "FAIL"',
+        'verdict="""FAIL"""',
+        '{:verdict => "FAIL"}',
+        "verdict => FAIL",
+        '{"verdict": "\\U00000046AIL"}',
+        '{"verdict": "\\106AIL"}',
+        'verdict: "F\u200bAIL"',
+        '{"ver\u200bdict": "FAIL"}',
+        "verdict: F\u200bAIL",
+        "verdict: \uff26\uff21\uff29\uff2c",  # fullwidth letters
+        '{"note": "{\\"verdict\\": \\"FAIL\\"}"}',
+        '{"note": "{\\\\\\"verdict\\\\\\": \\\\\\"FAIL\\\\\\"}"}',  # escaped twice
+        "&quot;verdict&quot;: &quot;FAIL&quot;",
+        "verdict: REJECT",
+        "{verdict: needs-work}",
+        "<!-- verdict: REJECT -->",
+        '[{"verdict": ["FAIL"]}]',
+        '[{"verdict": null}]',
+        '{"draft": {"verdict": 0}}',
+    ],
+)
+def test_a_draft_in_any_notation_before_a_pass_is_ambiguous(first: str) -> None:
+    error = _bad(f"Draft:\n{first}\n\nFinal:\n{PASS_TEXT}\n")
+    assert "more than one review" in error and "ambiguous" in error
+
+
+def _failing_check(criterion: str = "completeness") -> dict:
+    return {"criterion": criterion, "result": "FAIL"}
+
+
+# The same verdict, but a check that fails where the final review passes it.
+@pytest.mark.parametrize(
+    "first",
+    [
+        json.dumps({"draft": {"verdict": "PASS", "checks": [_failing_check()]}}),
+        json.dumps([{"verdict": "PASS", "checks": [_failing_check()]}]),
+        "verdict: PASS\nchecks:\n  - criterion: completeness\n    result: FAIL",
+        "```yaml\nverdict: PASS\nchecks:\n  - {criterion: completeness, result: FAIL}\n```",
+        "- completeness: **result: FAIL**",
+        json.dumps({"note": json.dumps({"checks": [_failing_check()]})}),
+    ],
+    ids=["nested", "array", "yaml", "yaml-fenced-flow", "markdown", "json-in-a-string"],
+)
+def test_a_draft_with_the_same_verdict_and_a_failing_check_is_ambiguous(first: str) -> None:
+    error = _bad(f"Draft:\n{first}\n\nFinal:\n{PASS_TEXT}\n")
+    assert "more than one review" in error and "ambiguous" in error
+
+
+def test_a_failing_draft_nested_in_a_check_of_the_final_review_is_ambiguous() -> None:
+    final = pass_review()
+    final["checks"][0]["draft"] = {"result": "FAIL"}
+    error = _bad(json.dumps(final))
+    assert "FAIL in one, PASS in the other" in error
+
+
+def test_a_yaml_draft_whose_check_differs_from_a_final_fail_is_ambiguous() -> None:
+    # Both say FAIL, but about different criteria: which did the reviewer mean?
+    failing = json.dumps(fail_review({"completeness": "no license"}))
+    draft = "verdict: FAIL\nchecks:\n  - criterion: completeness\n    result: PASS"
+    error = _bad(f"{draft}\n\n{failing}")
+    assert "completeness is PASS in one, FAIL in the other" in error
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Verdict: PASS, every criterion holds.",
+        "My verdict: the output holds up on every criterion.",
+        "As a result: nothing blocks this.\n\nThe result: every check passes as written.",
+        "verdict: pass",
+        "```yaml\nverdict: PASS\nchecks:\n  - criterion: completeness\n    result: PASS\n```",
+        "Verdict: the output is fine\nResult: it reads well",
+        "I checked the \\u0041PI reference and the changelog's \\x41 entries.",
+    ],
+)
+def test_prose_and_drafts_that_agree_with_the_final_pass_stay_valid(prose: str) -> None:
+    assert _ok(f"{prose}\n\n{PASS_TEXT}\n") == PASS
+
+
+def test_a_yaml_bomb_outside_the_review_is_walked_once() -> None:
+    # Aliases share what they point at; walking each container once keeps a
+    # billion-laughs draft linear (it holds no verdict, so the PASS stands).
+    lines = ['a0: &a0 ["result-free"]']
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 30)]
+    bomb = "\n".join(lines) + "\nverdict: PASS"
+    assert _ok(f"{bomb}\n\n{PASS_TEXT}\n") == PASS
+
+
+_KEYS = st.sampled_from(
+    ["verdict", '"verdict"', "'verdict'", "**verdict**", "`verdict`", ":verdict", "Verdict"]
+)
+_SEPARATORS = st.sampled_from([": ", ":", " = ", "=", " => ", ": !!str ", ": &v ", ": |\n  "])
+_VALUES = st.sampled_from(
+    ["FAIL", '"FAIL"', "'FAIL'", '"""FAIL"""', "**FAIL**", '"REJECT"', "fail", '"F\u200bAIL"']
+)
+_WRAPPERS = st.sampled_from(
+    ["{}", "{{{}}}", "<!-- {} -->", "```\n{}\n```", "- {}", "# {}", "{}, then I looked again"]
+)
+
+
+@given(key=_KEYS, separator=_SEPARATORS, value=_VALUES, wrapper=_WRAPPERS, escape=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_property_a_draft_in_any_notation_before_a_pass_is_never_a_pass(
+    key: str, separator: str, value: str, wrapper: str, escape: bool
+) -> None:
+    draft = wrapper.format(key + separator + value)
+    if escape:  # held in a JSON string, as a note beside the draft would hold it
+        draft = json.dumps({"note": draft})
+    found = extract_verdict_object(f"Draft:\n{draft}\n\nFinal:\n{PASS_TEXT}\n")
+    assert found.obj is None and found.error and "ambiguous" in found.error

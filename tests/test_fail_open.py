@@ -94,8 +94,25 @@ def test_a_fail_then_a_pass_in_one_reply_is_not_nice(
         'verdict = "FAIL"',
         '[{"verdict": "F\\u0041IL"}]',
         '{"draft": {"verd\\u0069ct": "FAIL"}}',
+        "verdict: |\n  FAIL",
+        "**verdict**: REJECT",
+        'verdict: "F\u200bAIL"',
+        '{"note": "{\\"verdict\\": \\"FAIL\\"}"}',
+        '[{"verdict": "PASS", "checks": [{"criterion": "completeness", "result": "FAIL"}]}]',
     ],
-    ids=["yaml-quoted", "python-dict", "unquoted-key", "toml", "escaped-in-array", "escaped-key"],
+    ids=[
+        "yaml-quoted",
+        "python-dict",
+        "unquoted-key",
+        "toml",
+        "escaped-in-array",
+        "escaped-key",
+        "yaml-block",
+        "markdown-other-word",
+        "zero-width",
+        "json-in-a-string",
+        "same-verdict-failing-check",
+    ],
 )
 def test_a_fail_drafted_in_any_notation_then_a_pass_is_not_nice(
     project: Path, capsys: pytest.CaptureFixture[str], draft: str

@@ -4,7 +4,7 @@ Reviewers wrap JSON in prose and code fences. The rule (ARCHITECTURE.md,
 "Extraction"): the verdict is a top-level JSON object of the reply, the last
 complete one, and only if nothing after it starts another object or fence,
 and no other review in the reply disagrees with it (a FAIL then a PASS is
-ambiguous, not a PASS). We never repair JSON; we say what is wrong in words a reviewer can act on.
+ambiguous, not a PASS: `core/ambiguity.py` looks for one). We never repair JSON; we say what is wrong in words a reviewer can act on.
 
 The scan is linear: at each `{` outside any object that could open a JSON
 object we find its matching brace (honouring strings) and decode only that
@@ -22,6 +22,8 @@ import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from santa_method.core.ambiguity import disagreement
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[ \t]*$", re.MULTILINE)
 # A brace that opens a line after the verdict object may start a newer review.
@@ -240,30 +242,12 @@ def extract_verdict_object(reply: str) -> Extracted:
         )
     if not isinstance(value, dict):  # pragma: no cover - a slice from "{" to "}" decodes to a dict
         return Extracted(None, "the review must be a JSON object")
-    conflict = _disagreeing(complete, text) or _other_verdicts(
+    conflict = _disagreeing(complete, text) or disagreement(
         value, text, (start, end), [v for _, _, v in complete[:-1]] + nested
     )
     if conflict:
         return Extracted(None, conflict)
     return Extracted(value, None)
-
-
-# A verdict written anywhere outside the final review, in any notation a
-# reviewer drafts in: JSON (any value), and a Python dict, YAML or TOML, with
-# the key and the value quoted either way or not at all (`'verdict': "FAIL"`,
-# `verdict: "FAIL"`, `verdict = 'FAIL'`, `{verdict: FAIL}`). A key escaped
-# inside a JSON string (`\"verdict\"`) is text quoted in a review, not a review.
-_ANY_VERDICT = re.compile(
-    r'(?<!\\)"verdict"\s*:\s*"([^"\\]*)"'
-    r"""|(?<![\w\\])["']?verdict["']?\s*[:=]\s*["']?(PASS|FAIL)\b""",
-    re.IGNORECASE,
-)
-# Escapes that spell a verdict without its letters (`"F\u0041IL"`).
-_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})")
-
-
-def _unescaped(text: str) -> str:
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1) or m.group(2), 16)), text)
 
 
 def _decoded(slice_: str) -> Any:
@@ -272,51 +256,6 @@ def _decoded(slice_: str) -> Any:
         return json.loads(slice_)
     except (ValueError, RecursionError):
         return None
-
-
-def _nested_verdicts(value: Any) -> list[str]:
-    """Every verdict a decoded value holds, at any depth (a review nested in
-    another object or in an array, its key escaped or not). Iterative: a
-    value json.loads could build may be nested past the recursion limit."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if isinstance(item.get("verdict"), str):
-                found.append(item["verdict"])
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return found
-
-
-def _other_verdicts(
-    value: dict[str, Any], text: str, span: tuple[int, int], others_decoded: list[Any]
-) -> str | None:
-    """A verdict anywhere else in the reply that differs from the final one.
-
-    Outside the final review the raw text is searched (as written and with
-    its escapes decoded), so drafts in any notation count; inside it only
-    the decoded structure is, so a quote of the output that happens to read
-    `verdict: FAIL` is evidence, not a second review."""
-    if "verdict" not in value:
-        return None  # not a review at all: the schema says what is missing
-    final = str(value["verdict"]).strip().upper()
-    outside = text[: span[0]] + "\n" + text[span[1] :]
-    found = [a or b for a, b in _ANY_VERDICT.findall(outside)]
-    if "\\" in outside:  # only escapes can spell a verdict the raw search missed
-        found += [a or b for a, b in _ANY_VERDICT.findall(_unescaped(outside))]
-    for decoded in others_decoded:
-        found += _nested_verdicts(decoded)
-    found += _nested_verdicts({k: v for k, v in value.items() if k != "verdict"})
-    others = {v.strip().upper() for v in found} - {final}
-    if not others:
-        return None
-    return (
-        "the reply holds more than one review and they disagree (a verdict of "
-        f"{', '.join(sorted(others))} besides {final}): it is ambiguous; send exactly one review"
-    )
 
 
 def _verdict_and_checks(value: Any) -> tuple[str | None, dict[str, str]] | None:
