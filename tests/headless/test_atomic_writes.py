@@ -83,6 +83,61 @@ def test_a_killed_in_place_run_leaves_the_old_text_or_the_new(project: Path) -> 
     assert kills == ATTEMPTS  # every run was caught while it wrote
 
 
+BATCH_CHILD = """
+import sys
+from pathlib import Path
+
+sys.path.insert(0, sys.argv[1])
+from headless.scripted import Scripted
+from santa_method.headless.batch import verify_batch_sync
+from santa_method.headless.options import BatchOptions
+
+items = [Path(p) for p in sys.argv[2:]]
+options = BatchOptions(backend=Scripted(), in_place=True, rate=1.0, minimum=len(items))
+print(verify_batch_sync(items, "The README names the current year.", options=options).verdict)
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_in_place_batch_leaves_each_item_old_or_new(project: Path) -> None:
+    """A batch fixes its items in place one after another: killed the moment
+    any of them changes, each holds exactly its old text or its fixed one."""
+    import sys
+
+    line = "Released in 1999, " + "x" * 80 + "\n"
+    old = line * (2_000_000 // len(line))
+    new = old.replace("1999", "2024")
+    script = project.parent / "batch_child.py"
+    script.write_text(BATCH_CHILD, encoding="utf-8")
+    tests = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "SANTA_HOME": str(project / ".santa")}
+    kills = 0
+    for attempt in range(2):
+        items = [project / f"batch-{attempt}" / f"item-{i}.md" for i in range(3)]
+        items[0].parent.mkdir()
+        for item in items:
+            item.write_text(old, encoding="utf-8")
+        before = [_signature(i) for i in items]
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(tests), *map(str, items)],
+            cwd=project,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if attempt == 0:
+            killed = _kill_when(
+                proc, lambda: any(_signature(i) != b for i, b in zip(items, before, strict=True))
+            )
+        else:
+            killed = _kill_when(proc, lambda: any(_temp_beside(i) for i in items))
+        kills += killed
+        for item in items:
+            text = item.read_text(encoding="utf-8")
+            assert text in (old, new), f"attempt {attempt}: {item.name} holds neither text"
+    assert kills == 2  # every batch was caught while it wrote
+
+
 def test_replace_keeps_the_mode_and_the_symlink(tmp_path: Path) -> None:
     from santa_method.state.atomic import replace_text
 
