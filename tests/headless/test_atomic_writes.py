@@ -127,10 +127,13 @@ def test_a_killed_in_place_batch_leaves_each_item_old_or_new(project: Path) -> N
         )
         if attempt == 0:
             killed = _kill_when(
-                proc, lambda: any(_signature(i) != b for i, b in zip(items, before, strict=True))
+                proc,
+                lambda items=items, before=before: any(
+                    _signature(i) != b for i, b in zip(items, before, strict=True)
+                ),
             )
         else:
-            killed = _kill_when(proc, lambda: any(_temp_beside(i) for i in items))
+            killed = _kill_when(proc, lambda items=items: any(_temp_beside(i) for i in items))
         kills += killed
         for item in items:
             text = item.read_text(encoding="utf-8")
