@@ -281,14 +281,14 @@ def test_a_gate_that_escalates_puts_the_file_back_before_it_saves(project, targe
 
     original = target.read_text(encoding="utf-8")
     seen: list[str] = []
-    real_save = gating.save
+    real_save = gating.save_state
 
-    def save(folder, state):
-        if state["status"] == "escalated":
+    def save_state(state):
+        if state.status == "escalated":
             seen.append(target.read_text(encoding="utf-8"))
-        return real_save(folder, state)
+        return real_save(state)
 
-    monkeypatch.setattr(gating, "save", save)
+    monkeypatch.setattr(gating, "save_state", save_state)
     result = verify_sync(
         SPEC, target, options=VerifyOptions(backend=InvalidAfterFix(), in_place=True)
     )

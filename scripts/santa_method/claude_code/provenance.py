@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.state import sources, transcripts
+from santa_method.state.model.run import Slot
 from santa_method.state.paths import santa_dir
+from santa_method.state.sources import Asked
 
 message_text = transcripts.message_text
 
@@ -134,30 +136,29 @@ def transcript_problem(
     return None
 
 
-def _stored_reply_problem(state: dict[str, Any], slot: dict[str, Any]) -> str | None:
-    current = state["rounds"][-1]
+def _stored_reply_problem(asked: Asked, slot: Slot) -> str | None:
     return transcript_problem(
-        slot.get("transcript_path", ""),
-        current["instruction"],
-        slot.get("reply", ""),
-        slot.get("agent_id"),
+        slot.transcript_path,
+        asked.instruction,
+        slot.reply,
+        slot.agent_id,
         require_agent_id=True,
-        assignment=current["assignment"],
+        assignment=asked.assignment,
     )
 
 
-def hook_provenance(state: dict[str, Any], slot: dict[str, Any]) -> str | None:
+def hook_provenance(asked: Asked, slot: Slot) -> str | None:
     """`hook` runs: only replies the reviewer hook stored, each checked against its transcript."""
-    if "agent_id" not in slot:
+    if slot.agent_id is None:
         return "the reply did not come through the reviewer hook"
-    return _stored_reply_problem(state, slot)
+    return _stored_reply_problem(asked, slot)
 
 
-def files_provenance(state: dict[str, Any], slot: dict[str, Any]) -> str | None:
+def files_provenance(asked: Asked, slot: Slot) -> str | None:
     """`files` runs: review files (the gate checks them further), and hook-stored replies."""
-    if "agent_id" not in slot:
+    if slot.agent_id is None:
         return None
-    return _stored_reply_problem(state, slot)
+    return _stored_reply_problem(asked, slot)
 
 
 sources.register("hook", hook_provenance)

@@ -20,8 +20,15 @@ from santa_method.state import locks
 from santa_method.state import log as runlog
 from santa_method.state.atomic import is_temporary
 from santa_method.state.fixes import check_changed, fix_report, needs_input
-from santa_method.state.model.run import RunState
-from santa_method.state.store import check_log_path, locked, now, run_dir, runs_dir, sha256
+from santa_method.state.model.run import Escalation, Fix, RunState
+from santa_method.state.store import (
+    check_log_path,
+    locked_state,
+    now,
+    run_dir,
+    runs_dir,
+    sha256,
+)
 from santa_method.state.target import read_target, reviewed_name
 from santa_method.state.unreviewed import put_back
 
@@ -36,46 +43,46 @@ def _round_iteration(event: str, iteration: Any, current: int) -> int:
     return current
 
 
-def _check_ship(state: dict[str, Any]) -> None:
+def _check_ship(state: RunState) -> None:
     """Ship only what a NICE gate saw: every expected slot a valid PASS, and
     the target still the content that was reviewed."""
-    run_id = state["id"]
-    current = state["rounds"][-1]
-    last = state["last_gate"]
-    if not last or last["round"] != current["round"] or last["verdict"] != "NICE":
-        said = f"said {last['verdict']} (next: {last['next']})" if last else "never happened"
+    run_id = state.id
+    current = state.rounds[-1]
+    last = state.last_gate
+    if not last or last.round != current.round or last.verdict != "NICE":
+        said = f"said {last.verdict} (next: {last.next})" if last else "never happened"
         raise RefusedError(f"run {run_id} cannot ship: its last gate {said}, not NICE")
-    slots = list(current["slots"].values())
-    if len(slots) != state["reviewers"] or not all(
-        s and s.get("gated_valid") is True and s.get("gated_verdict") == "PASS" for s in slots
+    slots = list(current.slots.values())
+    if len(slots) != state.reviewers or not all(
+        s and s.gated_valid is True and s.gated_verdict == "PASS" for s in slots
     ):
         raise RefusedError(
             f"run {run_id} cannot ship: not every expected reviewer gave a valid PASS"
         )
     gates = [
         r
-        for r in runlog.read(state["log"]).records
+        for r in runlog.read(state.log).records
         if r.get("run_id") == run_id and r.get("event") == "gate"
     ]
     logged = gates[-1] if gates else None
     if (
         logged is None
-        or logged.get("iteration") != current["round"]
+        or logged.get("iteration") != current.round
         or logged.get("verdict") != "NICE"
-        or sorted(logged.get("valid_reviewers") or []) != sorted(current["slots"])
+        or sorted(logged.get("valid_reviewers") or []) != sorted(current.slots)
     ):
         raise RefusedError(
-            f"run {run_id} cannot ship: the log {state['log']} has no NICE gate of round "
-            f"{current['round']} with every reviewer valid; the run state and the log disagree"
+            f"run {run_id} cannot ship: the log {state.log} has no NICE gate of round "
+            f"{current.round} with every reviewer valid; the run state and the log disagree"
         )
     try:
-        now = read_target(state["target"])
+        now = read_target(state.target)
     except InputError as exc:
         raise RefusedError(f"run {run_id} cannot ship: {exc}") from None
-    if sha256(now) != current["output_sha256"]:
+    if sha256(now) != current.output_sha256:
         raise RefusedError(
-            f"run {run_id} cannot ship: {reviewed_name(state['target'])} changed after round "
-            f"{current['round']} was reviewed; what ships must be what was reviewed "
+            f"run {run_id} cannot ship: {reviewed_name(state.target)} changed after round "
+            f"{current.round} was reviewed; what ships must be what was reviewed "
             "(restore it, or verify the new content in a new run)"
         )
 
@@ -112,73 +119,68 @@ def log_event(
                 f"run {run_id} is being driven by {driver} right now; stop that process "
                 "(it escalates the run itself) or wait for it to end"
             )
-    with locked(run_id) as state:
+    with locked_state(run_id) as state:
         check_log_path(state, log_path)
-        current = state["rounds"][-1]
-        last = state["last_gate"]
+        current = state.rounds[-1]
+        last = state.last_gate
         if event == "escape":
-            if state["status"] != "shipped":
+            if state.status != "shipped":
                 raise RefusedError(f"run {run_id} never shipped, so nothing escaped from it")
         elif event == "waive":
-            iteration = current["round"] if iteration is None else iteration
+            iteration = current.round if iteration is None else iteration
         elif event in ("ship", "fix", "escalate"):
-            if state["status"] != "open":
-                raise RefusedError(f"run {run_id} is {state['status']}; it cannot {event} now")
-            iteration = _round_iteration(event, iteration, current["round"])
+            if state.status != "open":
+                raise RefusedError(f"run {run_id} is {state.status}; it cannot {event} now")
+            iteration = _round_iteration(event, iteration, current.round)
             if event == "ship":
                 _check_ship(state)
-                state["status"] = "shipped"
+                state.status = "shipped"
             elif event == "fix":
-                if (
-                    current["open"]
-                    or not last
-                    or last["round"] != current["round"]
-                    or last["next"] != "fix"
-                ):
-                    said = f"said '{last['next']}'" if last else "never happened"
+                if current.open or not last or last.round != current.round or last.next != "fix":
+                    said = f"said '{last.next}'" if last else "never happened"
                     raise RefusedError(
                         f"run {run_id} has no fix pending: its last gate {said}, not 'fix'"
                     )
-                if any(f["after_round"] == current["round"] for f in state["fixes"]):
+                if any(f.after_round == current.round for f in state.fixes):
                     raise RefusedError(
-                        f"a fix is already logged after round {current['round']}; "
+                        f"a fix is already logged after round {current.round}; "
                         f"open the next round with 'santa round start --run {run_id}'"
                     )
                 report = fix_report(state, data)
                 if report.questions:
-                    event, iteration = "escalate", current["round"]
+                    event, iteration = "escalate", current.round
                     data = needs_input(state, report, data)
                     report_needed = True
                 else:
                     check_changed(state, report)
-                    state["fixes"].append({"after_round": current["round"], "ts": now()})
-                    state["fixer"] = None
+                    state.fixes.append(Fix(after_round=current.round, ts=now()))
+                    state.fixer = None
             else:
                 data["reason"] = str(data.get("reason") or "escalated by hand")
-                state["status"] = "escalated"
-                state["escalation"] = {"round": current["round"], "reasons": [data["reason"]]}
+                state.status = "escalated"
+                state.escalation = Escalation(current.round, [data["reason"]])
                 report_needed = True
-        ended = _logged_end(state["log"], run_id) if event in ("ship", "escalate") else None
+        ended = _logged_end(state.log, run_id) if event in ("ship", "escalate") else None
         if ended is not None and ended.get("event") != event:
             # The log ended the run the other way before its process died:
             # the state comes up to the log, and this end is refused.
             said = "shipped" if ended.get("event") == "ship" else "escalated"
             conflict = (
-                f"the log {state['log']} already records run {run_id} as {said} (its process "
+                f"the log {state.log} already records run {run_id} as {said} (its process "
                 f"ended before the run's state said so); the run is now {said}, as logged"
             )
             event, data, report_needed = str(ended.get("event")), {}, ended.get("event") != "ship"
-            state["status"] = said
+            state.status = said
             if report_needed:
                 reason = str(ended.get("reason") or "escalated")
-                state["escalation"] = {"round": current["round"], "reasons": [reason]}
+                state.escalation = Escalation(current.round, [reason])
         if event == "escalate" and report_needed:
             # Before the escalation is saved or logged: a kill after this
             # leaves an open run and the reviewed text, never an escalated
             # run whose file still holds text no reviewer saw.
-            put_back(RunState.from_json(state))
+            put_back(state)
         written = ended or runlog.append(
-            state["log"], {"run_id": run_id, "event": event, "iteration": iteration, **data}
+            state.log, {"run_id": run_id, "event": event, "iteration": iteration, **data}
         )
     if report_needed:
         from santa_method.state.report import write_report
@@ -196,10 +198,13 @@ def _logged_end(log: str, run_id: str) -> dict[str, Any] | None:
     the two leaves the end logged and the run open. Ending it the same way
     again brings the state up to date without a second record; ending it
     the other way is refused, so the log and the state never disagree."""
-    for r in reversed(runlog.read(log).records):
-        if r.get("run_id") == run_id and r.get("event") in ("ship", "escalate"):
-            return r
-    return None
+    ends = (
+        r
+        for r in reversed(runlog.read(log).records)
+        if r.get("run_id") == run_id and r.get("event") in ("ship", "escalate")
+    )
+    found: dict[str, Any] | None = next(ends, None)
+    return found
 
 
 def _log_without_state(

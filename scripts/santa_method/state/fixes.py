@@ -20,23 +20,28 @@ from santa_method.core.files import read_exact
 from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
 from santa_method.core.types import MergedIssue
 from santa_method.state.atomic import replace_text
+from santa_method.state.model.run import Escalation, Fixer, RunState
 from santa_method.state.slots import FIX_MARKER, run_of
-from santa_method.state.store import load_state, merged_from_json, run_dir, sha256
+from santa_method.state.store import load_state, run_dir, sha256
 from santa_method.state.target import read_target, target_name
 
 
-def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]) -> dict[str, Any]:
-    current = state["rounds"][-1]
-    run_id = state["id"]
+def write_fixer(state: RunState, output: str, flags: Sequence[MergedIssue]) -> dict[str, Any]:
+    """Write the fixer's assignment for the gate that said `fix` and record
+    it in `state.fixer`; returns what the gate's result adds (the fixer's
+    instruction, its assignment file, the next step)."""
+    current = state.rounds[-1]
+    run_id = state.id
+    target = state.target
     name = (
-        state["target"]["path"]
-        if state["target"]["kind"] == "file"
-        else f"the working tree (diff against {state['target']['rev']})"
+        str(target.path)
+        if target.kind == "file"
+        else f"the working tree (diff against {target.rev})"
     )
     spec = read_exact(run_dir(run_id) / "spec.md")
     body = assignments.fixer_assignment(
         run_id=run_id,
-        round_number=current["round"],
+        round_number=current.round,
         target=name,
         output=output,
         flags=flags,
@@ -45,15 +50,15 @@ def write_fixer(state: dict[str, Any], output: str, flags: Sequence[MergedIssue]
             output, spec, *(i.issue + (i.quote or "") + (i.missing or "") for i in flags)
         ),
     )
-    path = run_dir(run_id) / f"round-{current['round']}" / "fixer-assignment.md"
+    path = run_dir(run_id) / f"round-{current.round}" / "fixer-assignment.md"
     replace_text(path, body)
-    instruction = assignments.fixer_instruction(str(path), run_id, current["round"], name)
-    state["fixer"] = {
-        "round": current["round"],
-        "instruction": instruction,
-        "assignment": str(path),
-        "assignment_sha256": sha256(body),
-    }
+    instruction = assignments.fixer_instruction(str(path), run_id, current.round, name)
+    state.fixer = Fixer(
+        round=current.round,
+        instruction=instruction,
+        assignment=str(path),
+        assignment_sha256=sha256(body),
+    )
     return {
         "fixer_instruction": instruction,
         "fixer_assignment": str(path),
@@ -107,52 +112,53 @@ def record_fixer_reply(instruction: str, reply: str) -> bool:
     return True
 
 
-def fix_report(state: dict[str, Any], data: dict[str, Any]) -> FixReport:
+def fix_report(state: RunState, data: dict[str, Any]) -> FixReport:
     """The fixer's report: the notes given with the fix, else the reply the
-    SubagentStop hook kept. The notes go into the log record either way."""
-    current = state["rounds"][-1]
+    SubagentStop hook kept. The notes go into the log record either way.
+    (`data` is the fix's log record, not the state.)"""
+    current = state.rounds[-1]
     notes = data.get("notes")
     if not isinstance(notes, str) or not notes.strip():
-        kept = run_dir(state["id"]) / f"round-{current['round']}" / FIXER_REPLY
+        kept = run_dir(state.id) / f"round-{current.round}" / FIXER_REPLY
         notes = kept.read_text(encoding="utf-8") if kept.is_file() else ""
         if notes:
             data["notes"] = notes[:4000]
-    flags = merged_from_json(current["gates"][-1]["issues"])
+    flags = list(current.gates[-1].issues)
     report = parse_report(notes, flags)
     data["report"] = report.to_json()
     return report
 
 
-def _keep_unreviewed(state: dict[str, Any]) -> bool:
+def _keep_unreviewed(state: RunState) -> bool:
     """Keep what the fixer left in a file target as the round's unreviewed
     fix, so the one restore of escalated runs (`unreviewed.put_back`,
     called before the escalation is saved) puts the reviewed text back.
     True when the target differs from what was reviewed (it will be
     restored)."""
-    target = state["target"]
-    if target.get("kind") != "file":
+    target = state.target
+    if target.kind != "file":
         return False
-    current = state["rounds"][-1]
+    current = state.rounds[-1]
     try:
         # Bytes, as the round's output was read: line endings and text that
         # is not UTF-8 are kept and put back exactly.
-        now = Path(target["path"]).read_bytes()
+        now = Path(str(target.path)).read_bytes()
     except OSError:
         return False
-    if hashlib.sha256(now).hexdigest() == current["output_sha256"]:
+    if hashlib.sha256(now).hexdigest() == current.output_sha256:
         return False
     from santa_method.state.unreviewed import keep_fix
 
-    keep_fix(state["id"], current["round"], now)
+    keep_fix(state.id, current.round, now)
     return True
 
 
-def needs_input(state: dict[str, Any], report: FixReport, data: dict[str, Any]) -> dict[str, Any]:
+def needs_input(state: RunState, report: FixReport, data: dict[str, Any]) -> dict[str, Any]:
     """A fixer asked: no fix is logged, the run escalates with the questions
     and the target goes back to the text the reviewers saw (nothing guessed
     stands; what the fixer left is kept in the run folder)."""
-    current = state["rounds"][-1]
-    questions = [
+    current = state.rounds[-1]
+    questions: list[dict[str, Any]] = [
         {
             "n": a.number,
             "key": a.key,
@@ -162,13 +168,9 @@ def needs_input(state: dict[str, Any], report: FixReport, data: dict[str, Any]) 
         for a in report.questions
     ]
     restored = _keep_unreviewed(state)
-    state["status"] = "escalated"
-    state["fixer"] = None
-    state["escalation"] = {
-        "round": current["round"],
-        "reasons": [NEEDS_INPUT],
-        "questions": questions,
-    }
+    state.status = "escalated"
+    state.fixer = None
+    state.escalation = Escalation(round=current.round, reasons=[NEEDS_INPUT], questions=questions)
     return {
         "reason": NEEDS_INPUT,
         "questions": questions,
@@ -178,19 +180,19 @@ def needs_input(state: dict[str, Any], report: FixReport, data: dict[str, Any]) 
     }
 
 
-def check_changed(state: dict[str, Any], report: FixReport) -> None:
+def check_changed(state: RunState, report: FixReport) -> None:
     """A fix that leaves the output as reviewed is no fix, unless the fixer
     answered every problem "not an issue" (the next round tests that claim)."""
     if report.all_not_an_issue:
         return
-    current = state["rounds"][-1]
+    current = state.rounds[-1]
     try:
-        now = read_target(state["target"])
+        now = read_target(state.target)
     except InputError as exc:
-        raise RefusedError(f"run {state['id']} cannot log the fix: {exc}") from None
-    if sha256(now) == current["output_sha256"]:
+        raise RefusedError(f"run {state.id} cannot log the fix: {exc}") from None
+    if sha256(now) == current.output_sha256:
         raise RefusedError(
-            f"the fix left {target_name(state['target'])} unchanged, so it is not a fix: another "
+            f"the fix left {target_name(state.target)} unchanged, so it is not a fix: another "
             "round would review the same text. Run the fixer again (it must change the output, or "
             "answer every flag 'not an issue' with its reason, or 'needs input' with a question)"
         )

@@ -22,104 +22,94 @@ from santa_method.core.types import GateResult, Rubric, ValidationResult
 from santa_method.state import log as runlog
 from santa_method.state import sources
 from santa_method.state.fixes import write_fixer
-from santa_method.state.model.run import RunState
+from santa_method.state.model.run import Escalation, Gate, LastGate, RunState, Slot
 from santa_method.state.rounds import assignment_intact
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
     check_log_path,
     checked_file,
-    locked,
+    locked_state,
     log_record,
-    merged_from_json,
     now,
     run_dir,
-    save,
+    save_state,
 )
 from santa_method.state.unreviewed import put_back
 
 
-def _fill_from_files(
-    state: dict[str, Any], files: Sequence[str], labels: Sequence[str] | None
-) -> None:
-    current = state["rounds"][-1]
-    if state["source"] != "files":
+def _fill_from_files(state: RunState, files: Sequence[str], labels: Sequence[str] | None) -> None:
+    current = state.rounds[-1]
+    if state.source != "files":
         raise RefusedError(
-            f"run {state['id']} takes reviews only from the hook's store "
+            f"run {state.id} takes reviews only from the hook's store "
             "(its source is 'hook'), not from files"
         )
-    open_labels = [lab for lab, slot in current["slots"].items() if slot is None]
+    open_labels = [lab for lab, slot in current.slots.items() if slot is None]
     if labels is not None and len(labels) != len(files):
         raise InputError("--labels must name one label per review file")
     targets = list(labels) if labels is not None else open_labels[: len(files)]
     if len(files) > len(open_labels) or any(t not in open_labels for t in targets):
         raise RefusedError(
-            f"round {current['round']} has open slot(s) {', '.join(open_labels) or 'none'}; "
+            f"round {current.round} has open slot(s) {', '.join(open_labels) or 'none'}; "
             f"{len(files)} review file(s) do not fit"
         )
     for label, path in zip(targets, files, strict=True):
-        current["slots"][label] = {
-            "reply": read_text(path, "review", MAX_REVIEW_BYTES),
-            "file": path,
-            "stored": now(),
-        }
+        current.slots[label] = Slot(
+            reply=read_text(path, "review", MAX_REVIEW_BYTES), file=path, stored=now()
+        )
 
 
-def _provenance_problem(
-    state: dict[str, Any], slot: dict[str, Any], seen: dict[str, str]
-) -> str | None:
+def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> str | None:
     """Why a slot's reply cannot count as its own reviewer's, or None.
 
     In every source one agent, or one transcript, fills one slot at most;
     the rest is the check of the run's source (state/sources.py).
     """
-    for key in (slot.get("agent_id"), slot.get("transcript_source") or slot.get("transcript_path")):
-        if key and key in seen:
+    for key in _reviewer_keys(slot):
+        if key in seen:
             return f"the same reviewer already fills slot {seen[key]}"
     return sources.provenance_problem(state, slot)
 
 
-def _validate_slots(
-    state: dict[str, Any], rubric: Rubric, output: str
-) -> list[ValidationResult | None]:
+def _reviewer_keys(slot: Slot) -> list[str]:
+    """The agent and the transcript behind a slot's reply (each names one reviewer)."""
+    return [k for k in (slot.agent_id, slot.transcript_source or slot.transcript_path) if k]
+
+
+def _validate_slots(state: RunState, rubric: Rubric, output: str) -> list[ValidationResult | None]:
     """Each slot's validation; anything that makes a reply untrustworthy makes it invalid."""
-    current = state["rounds"][-1]
+    current = state.rounds[-1]
     results: list[ValidationResult | None] = []
     seen_agents: dict[str, str] = {}
     seen_reviews: dict[Any, str] = {}
-    for label, slot in current["slots"].items():
+    for label, slot in current.slots.items():
         if slot is None:
             results.append(None)
             continue
         problem = _provenance_problem(state, slot, seen_agents)
-        for key in (
-            slot.get("agent_id"),
-            slot.get("transcript_source") or slot.get("transcript_path"),
-        ):
-            if key:
-                seen_agents.setdefault(key, label)
-        if slot.get("failed"):
-            errors = tuple(slot.get("errors") or ["the reviewer's reply failed validation"])
+        for key in _reviewer_keys(slot):
+            seen_agents.setdefault(key, label)
+        if slot.failed:
+            errors = tuple(slot.errors or ["the reviewer's reply failed validation"])
             results.append(ValidationResult(False, errors))
             continue
         if problem:
             results.append(ValidationResult(False, (problem,)))
             continue
-        result = validate_reply(
-            slot.get("reply", ""), rubric=rubric, output=output, canary=current["canary"]
-        )
-        if result.valid and "file" in slot:
+        result = validate_reply(slot.reply, rubric=rubric, output=output, canary=current.canary)
+        if result.valid and slot.file is not None:
             # Review files have no transcript behind them: one review handed
             # in twice must not count as two reviewers.
-            key = result.review
-            if key in seen_reviews:
+            same = result.review
+            if same in seen_reviews:
                 result = ValidationResult(
                     False,
-                    (f"this review is identical to reviewer {seen_reviews[key]}'s",),
+                    (f"this review is identical to reviewer {seen_reviews[same]}'s",),
                     result.warnings,
                     result.review,
                 )
             else:
-                seen_reviews[key] = label
+                seen_reviews[same] = label
         results.append(result)
     return results
 
@@ -135,17 +125,18 @@ def gate_run(
     """Gate the current round of a run and decide what comes next."""
     from santa_method.core.rubric import rubric_from_json, rubric_hash
 
-    with locked(run_id) as state:
+    with locked_state(run_id) as state:
         check_log_path(state, log_path)
-        if state["status"] != "open":
-            raise RefusedError(f"run {run_id} is {state['status']}; there is nothing to gate")
-        current = state["rounds"][-1]
-        if iteration is not None and iteration != current["round"]:
-            raise RefusedError(f"only the current round ({current['round']}) can be gated")
-        if not current["open"]:
+        if state.status != "open":
+            raise RefusedError(f"run {run_id} is {state.status}; there is nothing to gate")
+        current = state.rounds[-1]
+        if iteration is not None and iteration != current.round:
+            raise RefusedError(f"only the current round ({current.round}) can be gated")
+        if not current.open:
+            said = state.last_gate.next if state.last_gate is not None else "none"
             raise RefusedError(
-                f"round {current['round']} of run {run_id} was gated already "
-                f"(next: {state['last_gate']['next']}); a round is gated once per opening"
+                f"round {current.round} of run {run_id} was gated already "
+                f"(next: {said}); a round is gated once per opening"
             )
         if review_files:
             _fill_from_files(state, review_files, labels)
@@ -153,17 +144,17 @@ def gate_run(
             raise InputError("--labels goes with review files")
         folder = run_dir(run_id)
         rubric = rubric_from_json(json.loads(checked_file(folder / "rubric.json", None, "rubric")))
-        if rubric_hash(rubric) != state["rubric_hash"]:
+        if rubric_hash(rubric) != state.rubric_hash:
             raise RefusedError(
                 "the run's rubric (rubric.json) was changed after the run opened; start a new run"
             )
         output = checked_file(
-            folder / f"round-{current['round']}" / "output.txt",
-            current["output_sha256"],
+            folder / f"round-{current.round}" / "output.txt",
+            current.output_sha256,
             "reviewed output",
         )
-        slot_labels = list(current["slots"])
-        standing = {label for label in slot_labels if slot_stands(current["slots"][label])}
+        slot_labels = list(current.slots)
+        standing = {label for label in slot_labels if slot_stands(current.slots[label])}
 
         results = _validate_slots(state, rubric, output)
         if not assignment_intact(current):
@@ -173,61 +164,55 @@ def gate_run(
                 ValidationResult(False, ("the assignment file was changed after the round opened",))
                 for _ in slot_labels
             ]
-        core = gate(results, slot_labels, output=output, expected=state["reviewers"])
+        core = gate(results, slot_labels, output=output, expected=state.reviewers)
 
         new_costs = [
-            runlog.as_number((current["slots"][label] or {}).get("cost_usd"))
-            for label in slot_labels
+            runlog.as_number(slot.cost_usd if slot is not None else None)
+            for label, slot in current.slots.items()
             if label not in standing
         ]
-        so_far = runlog.logged_cost(runlog.read(state["log"]).records, run_id)
+        so_far = runlog.logged_cost(runlog.read(state.log).records, run_id)
         fresh = [c for c in new_costs if c is not None]
         cost = None if so_far is None and not fresh else (so_far or 0.0) + sum(fresh)
-        earlier = [
-            merged_from_json(r["gates"][-1]["issues"]) for r in state["rounds"][:-1] if r["gates"]
-        ]
+        earlier = [list(r.gates[-1].issues) for r in state.rounds[:-1] if r.gates]
         decision = decide(
             core.next,
-            round_number=current["round"],
-            max_fixes=state["max_fixes"],
+            round_number=current.round,
+            max_fixes=state.max_fixes,
             earlier_flags=earlier,
             current_flags=core.issues,
-            rereviews=current["rereviews"],
+            rereviews=current.rereviews,
             cost_usd=cost,
-            budget_usd=state.get("budget_usd"),
+            budget_usd=state.budget_usd,
         )
         if decision.next == "ship" and (
             core.verdict != "NICE"
-            or len(core.reviews) != state["reviewers"]
+            or len(core.reviews) != state.reviewers
             or not all(o.valid and o.verdict == "PASS" for o in core.reviews)
         ):
             raise RuntimeError("the gate said ship without a valid PASS from every reviewer")
 
-        current["open"] = False
+        current.open = False
         for outcome in core.reviews:
-            slot = current["slots"][outcome.label]
+            slot = current.slots[outcome.label]
             if slot is not None:
-                slot["gated_valid"] = outcome.valid
-                slot["gated_verdict"] = outcome.verdict
+                slot.gated_valid = outcome.valid
+                slot.gated_verdict = outcome.verdict
         reasons = list(core.reasons) + list(decision.reasons)
-        record = {
-            "round": current["round"],
-            "verdict": core.verdict,
-            "next": decision.next,
-            "issues": [i.to_json() for i in core.issues],
-            "suggestions": list(core.suggestions),
-            "agreement": core.agreement,
-            "reasons": reasons,
-            "ts": now(),
-        }
-        current["gates"].append(record)
-        state["last_gate"] = {
-            "round": current["round"],
-            "verdict": core.verdict,
-            "next": decision.next,
-        }
+        record = Gate(
+            round=current.round,
+            verdict=core.verdict,
+            next=decision.next,
+            issues=list(core.issues),
+            suggestions=list(core.suggestions),
+            agreement=core.agreement,
+            reasons=reasons,
+            ts=now(),
+        )
+        current.gates.append(record)
+        state.last_gate = LastGate(current.round, core.verdict, decision.next)
 
-        result_extra: dict[str, Any] = {"run_id": run_id, "round": current["round"]}
+        result_extra: dict[str, Any] = {"run_id": run_id, "round": current.round}
         if decision.next == "fix":
             result_extra.update(write_fixer(state, output, core.issues))
         elif decision.next == "rereview":
@@ -235,30 +220,33 @@ def gate_run(
         elif decision.next == "ship":
             result_extra["next_step"] = f"santa log ship --run {run_id}"
         elif decision.next == "escalate":
-            state["status"] = "escalated"
-            state["escalation"] = {"round": current["round"], "reasons": list(decision.reasons)}
+            state.status = "escalated"
+            state.escalation = Escalation(current.round, list(decision.reasons))
             # Before the escalation is saved: a round whose replies were all
             # invalid reviewed nothing, so a fix before it goes back too.
-            put_back(RunState.from_json(state))
+            put_back(state)
 
         # The state is saved before the log is written: if logging fails, the
         # log lacks a gate the state has, and `log ship` (which needs both)
         # refuses. The other order could leave a NICE in the log that never was.
-        save(folder, state)
+        save_state(state)
         for outcome in core.reviews:
             review = outcome.review
-            slot = current["slots"][outcome.label] or {}
+            held = current.slots[outcome.label]
             extra: dict[str, Any] = {}
             if outcome.label in standing:
                 extra["standing"] = True
-            else:
-                for key in ("tokens", "cost_usd", "token_detail"):
-                    if slot.get(key) is not None:
-                        extra[key] = slot[key]
+            elif held is not None:
+                spent = (
+                    ("tokens", held.tokens),
+                    ("cost_usd", held.cost_usd),
+                    ("token_detail", held.token_detail),
+                )
+                extra.update((key, value) for key, value in spent if value is not None)
             log_record(
                 state,
                 "review",
-                current["round"],
+                current.round,
                 label=outcome.label,
                 valid=outcome.valid,
                 verdict=outcome.verdict,
@@ -267,26 +255,26 @@ def gate_run(
                 if review
                 else [],
                 issues=[i.to_json() for i in review.critical_issues] if review else [],
-                agent_id=slot.get("agent_id"),
-                rereview=current["rereviews"],
+                agent_id=held.agent_id if held is not None else None,
+                rereview=current.rereviews,
                 **extra,
             )
         log_record(
             state,
             "gate",
-            current["round"],
+            current.round,
             verdict=core.verdict,
             next=decision.next,
-            issues=record["issues"],
+            issues=[i.to_json() for i in record.issues],
             agreement=core.agreement,
             reviewers=slot_labels,
             valid_reviewers=[o.label for o in core.reviews if o.valid],
             reasons=reasons,
-            rereview=current["rereviews"],
+            rereview=current.rereviews,
         )
 
         if decision.next == "escalate":
-            log_record(state, "escalate", current["round"], reason="; ".join(decision.reasons))
+            log_record(state, "escalate", current.round, reason="; ".join(decision.reasons))
 
     if decision.next == "escalate":
         from santa_method.state.report import write_report

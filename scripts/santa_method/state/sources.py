@@ -20,16 +20,30 @@ never registered lets no reply count: fail closed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-# (run state, slot) -> why the slot's reply cannot count as its reviewer's, or None.
-Provenance = Callable[[dict[str, Any], dict[str, Any]], str | None]
+from santa_method.state.model.run import Round, RunState, Slot
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a round asked its reviewers: the instruction and the assignment
+    file (a `Round` has both; a check needs no more of the run)."""
+
+    instruction: str
+    assignment: str
+
+
+# (what the round asked, the slot) -> why the slot's reply cannot count as
+# its reviewer's, or None.
+Provenance = Callable[[Asked, Slot], str | None]
 
 SOURCES = ("hook", "files", "api")
 
 
-def _made_by_the_loop(state: dict[str, Any], slot: dict[str, Any]) -> str | None:
+def _made_by_the_loop(asked: Asked, slot: Slot) -> str | None:
     return None
 
 
@@ -43,12 +57,26 @@ def register(source: str, check: Provenance) -> None:
     _CHECKS[source] = check
 
 
-def provenance_problem(state: dict[str, Any], slot: dict[str, Any]) -> str | None:
-    """Why the slot's reply cannot count as its own reviewer's, by the run's source; or None."""
-    check = _CHECKS.get(state["source"])
+def _asked(current: Round | Mapping[str, Any]) -> Asked:
+    if isinstance(current, Round):
+        return Asked(current.instruction, current.assignment)
+    return Asked(str(current.get("instruction", "")), str(current.get("assignment", "")))
+
+
+def provenance_problem(
+    state: RunState | Mapping[str, Any], slot: Slot | Mapping[str, Any]
+) -> str | None:
+    """Why the slot's reply cannot count as its own reviewer's, by the run's
+    source; or None. (The gate hands over its records; a state and slot as
+    their JSON, as a tool or test holds them, are read first.)"""
+    if isinstance(state, RunState):
+        source, current = state.source, _asked(state.rounds[-1])
+    else:
+        source, current = str(state["source"]), _asked(state["rounds"][-1])
+    check = _CHECKS.get(source)
     if check is None:
         return (
-            f"no check of replies from source '{state['source']}' is loaded, "
+            f"no check of replies from source '{source}' is loaded, "
             "so no reply of this run can count"
         )
-    return check(state, slot)
+    return check(current, slot if isinstance(slot, Slot) else Slot.from_json(slot, "slot"))

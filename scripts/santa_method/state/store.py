@@ -147,10 +147,11 @@ def log_record(
     return runlog.append(log, record)
 
 
-def check_log_path(state: dict[str, Any], log_path: str | os.PathLike[str] | None) -> None:
-    if log_path and Path(log_path).absolute() != Path(state["log"]):
+def check_log_path(state: RunState, log_path: str | os.PathLike[str] | None) -> None:
+    """A run's log is the one it opened with: `--log` cannot move it."""
+    if log_path and Path(log_path).absolute() != Path(state.log):
         raise InputError(
-            f"run {state['id']} logs to {state['log']}; --log cannot move it to another file"
+            f"run {state.id} logs to {state.log}; --log cannot move it to another file"
         )
 
 
