@@ -65,3 +65,15 @@ def test_a_provenance_check_gets_what_the_round_asked_and_the_slot(monkeypatch):
     assert sources.provenance_problem(state, slot) == "checked"
     current = state.rounds[-1]
     assert seen == [(sources.Asked(current.instruction, current.assignment), slot)]
+
+
+def test_a_run_older_than_in_place_keeps_saying_nothing_about_it(user_files):
+    # `santa run --resume` decides where the fixes of such a run go from
+    # where its target is; saving the run again must not decide for it.
+    data = json.loads((DATA / "run-api-working-copy.json").read_text(encoding="utf-8"))
+    del data["in_place"]
+    run_id, text = _place(data)
+    state = store.load_state(run_id)
+    assert state.in_place is None
+    store.save_state(state)
+    assert (store.run_dir(run_id) / "state.json").read_text(encoding="utf-8") == text

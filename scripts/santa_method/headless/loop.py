@@ -207,7 +207,7 @@ async def _verify(
         if resume_run:
             # The run's own process is gone (its lock is free) before anyone resumes it.
             held.enter_context(locks.owning(resume_run))
-            working = Path(runs.load(resume_run)["target"]["path"])
+            working = Path(str(runs.load_state(resume_run).target.path))
             fix_alone(working)
             try:
                 opened = await _resume_point(run, resume_run, working)
@@ -319,7 +319,7 @@ def _labels(n: int) -> list[str]:
 
 def _escalate_quietly(run_id: str, reason: str) -> None:
     with contextlib.suppress(Exception):
-        if runs.load(run_id)["status"] == "open":
+        if runs.load_state(run_id).status == "open":
             runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
 
 
@@ -334,7 +334,7 @@ async def _drive(
     while True:
         # The prefix is the run's shared part; it changes only if a fix put
         # the run's fence marker into the output (runs.py then draws a new one).
-        prefix = assignments.reviewer_prefix(rubric_md, spec, runs.load(run_id)["boundary"])
+        prefix = assignments.reviewer_prefix(rubric_md, spec, runs.load_state(run_id).boundary)
         assignment = read_exact(opened.assignment)
         if not assignment.startswith(prefix):
             raise RefusedError("the round's assignment does not start with the run's shared prefix")
@@ -473,7 +473,7 @@ async def _fix_file(
     the file still holds what the round reviewed."""
     reviewed = (runs.run_dir(run_id) / f"round-{round_number}" / "output.txt").read_bytes()
     copy = fixer_copy(run_id, round_number, working.name, output)
-    fix = await run.call(
+    fix: FixReply = await run.call(
         "the fixer",
         run.backend.fix(
             FixRequest(
@@ -523,22 +523,20 @@ async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> An
     opened = runs.reopen(run_id)
     if opened is not None:
         return opened
-    state = runs.load(run_id)
-    last = state.get("last_gate")
-    if state["status"] != "open" or not last:
+    state = runs.load_state(run_id)
+    last = state.last_gate
+    if state.status != "open" or not last:
         return None
-    if last["next"] == "ship":  # the gate said NICE; only the ship record is missing
+    if last.next == "ship":  # the gate said NICE; only the ship record is missing
         runs.log_event(run_id, "ship", data={"backend": run.backend.name, "resumed": True})
         return "shipped"
-    if last["next"] not in ("fix", "rereview"):
+    if last.next not in ("fix", "rereview"):
         return None
-    fixed = any(f["after_round"] == last["round"] for f in state["fixes"])
-    if last["next"] == "fix" and not fixed and state.get("fixer"):
-        current = state["rounds"][-1]
-        output = read_exact(Path(current["assignment"]).parent / "output.txt")
-        _, stop = await _fix(
-            run, run_id, last["round"], state["fixer"]["assignment"], output, working
-        )
+    fixed = any(f.after_round == last.round for f in state.fixes)
+    if last.next == "fix" and not fixed and state.fixer:
+        current = state.rounds[-1]
+        output = read_exact(Path(current.assignment).parent / "output.txt")
+        _, stop = await _fix(run, run_id, last.round, state.fixer.assignment, output, working)
         if stop is not None:
             return _Ended(str(stop.get("reason") or "the resumed run was refused"))
     try:
@@ -585,7 +583,7 @@ def _result(
         backend=run.backend.name,
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
-        target=runs.target_name(runs.load(run_id)["target"]),
+        target=runs.target_name(runs.load_state(run_id).target),
     )
 
 

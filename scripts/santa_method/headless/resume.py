@@ -25,47 +25,52 @@ from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import VerifyResult
 from santa_method.state import locks, runs
 from santa_method.state import log as runlog
+from santa_method.state.model.run import RunState
 from santa_method.state.paths import santa_dir
 
 
-def _resumable(run_id: str) -> dict[str, Any]:
+def _resumable(run_id: str) -> RunState:
     """The run's state, or the sentence that says why it cannot be resumed."""
     try:
-        state = runs.load(run_id)
-    except InputError:
+        known = (runs.run_dir(run_id) / "state.json").exists()
+    except InputError:  # not a run id
+        known = False
+    if not known:
         raise InputError(
             f"run {run_id} has no state to resume from (no folder under {runs.runs_dir()}); "
             f"close it with 'santa log escalate --run {run_id}'"
-        ) from None
-    if state["status"] != "open":
-        raise RefusedError(f"run {run_id} is {state['status']}; only an open run resumes")
-    if state["target"].get("kind") == "diff":
+        )
+    # A state this version cannot read is refused naming its key.
+    state = runs.load_state(run_id)
+    if state.status != "open":
+        raise RefusedError(f"run {run_id} is {state.status}; only an open run resumes")
+    if state.target.kind == "diff":
         raise InputError(
-            f"run {run_id} reviewed a change ({runs.target_name(state['target'])}), which is "
+            f"run {run_id} reviewed a change ({runs.target_name(state.target)}), which is "
             "recomputed from the checkout: review it again with 'santa run --against-diff "
-            f"{state['target']['rev']}' instead of resuming"
+            f"{state.target.rev}' instead of resuming"
         )
     driver = locks.driven_elsewhere(run_id)
     if driver is not None:
         raise InputError(f"run {run_id} is being driven by another process ({driver}) right now")
-    if state["source"] != "api":
+    if state.source != "api":
         step = runs.describe(run_id)["next_step"]
         raise InputError(
-            f"run {run_id} is driven step by step (source {state['source']}), not by santa run"
+            f"run {run_id} is driven step by step (source {state.source}), not by santa run"
             + (f"; its next step is '{step}'" if step else "")
         )
     return state
 
 
-def _budget_left(state: dict[str, Any]) -> float | None:
-    allowed = state.get("budget_usd")
+def _budget_left(state: RunState) -> float | None:
+    allowed = state.budget_usd
     if allowed is None:
         return None
-    spent = runs.logged_cost(runlog.read(state["log"]).records, state["id"]) or 0.0
+    spent = runs.logged_cost(runlog.read(state.log).records, state.id) or 0.0
     if budget.spent(spent, allowed) is not None:
         raise RefusedError(
-            f"run {state['id']} has spent ${spent:.4f} of its ${allowed:.2f} budget; close it "
-            f"with 'santa log escalate --run {state['id']}'"
+            f"run {state.id} has spent ${spent:.4f} of its ${allowed:.2f} budget; close it "
+            f"with 'santa log escalate --run {state.id}'"
         )
     return allowed - spent
 
@@ -88,8 +93,8 @@ async def resume(
     state = _resumable(run_id)
     folder = runs.run_dir(run_id)
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
-    target = Path(state["target"]["path"])
-    in_place = state.get("in_place")
+    target = Path(str(state.target.path))
+    in_place = state.in_place
     if in_place is None:  # a run started before the state said so
         in_place = not target.resolve().is_relative_to((santa_dir() / "work").resolve())
     return await verify(
@@ -97,17 +102,17 @@ async def resume(
         target,
         options=VerifyOptions(
             rubric=rubric,
-            reviewers=state["reviewers"],
-            models=state.get("models"),
+            reviewers=state.reviewers,
+            models=state.models,
             backend=backend,
-            max_fixes=state["max_fixes"],
+            max_fixes=state.max_fixes,
             max_cost_usd=_budget_left(state),
             timeout=timeout,
             cache_warm=cache_warm,
-            pre_check=state.get("pre_check"),
+            pre_check=state.pre_check,
             in_place=in_place,
             on_event=on_event,
-            project_dir=state["cwd"],
+            project_dir=state.cwd,
             resume_run=run_id,
         ),
     )

@@ -15,9 +15,8 @@ from typing import Any
 from santa_method.core.files import read_exact
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
-from santa_method.state.model.run import RunState
 from santa_method.state.redact import redact
-from santa_method.state.store import load, run_dir
+from santa_method.state.store import load_state, run_dir
 from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import unreviewed_fix
@@ -68,28 +67,28 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build(run_id: str) -> dict[str, Any]:
     """The report as data, redacted; `santa report --format json` prints this."""
-    state = load(run_id)
+    state = load_state(run_id)
     folder = run_dir(run_id)
-    records = [r for r in runlog.read(state["log"]).records if r.get("run_id") == run_id]
+    records = [r for r in runlog.read(state.log).records if r.get("run_id") == run_id]
     fixes = [
         {k: v for k, v in rec.items() if k not in _META}
         for rec in records
         if rec.get("event") == "fix"
     ]
     fixes_by_round = {f.get("iteration"): f for f in fixes}
-    rounds = []
-    for r in state["rounds"]:
-        final = r["gates"][-1] if r["gates"] else None
-        fix = fixes_by_round.get(r["round"])
+    rounds: list[dict[str, Any]] = []
+    for r in state.rounds:
+        final = r.gates[-1] if r.gates else None
+        fix = fixes_by_round.get(r.round)
         rounds.append(
             {
-                "round": r["round"],
-                "verdict": final["verdict"] if final else None,
-                "next": final["next"] if final else None,
-                "flags": final["issues"] if final else [],
-                "reasons": final.get("reasons", []) if final else [],
-                "gates": len(r["gates"]),
-                "rereviews": r["rereviews"],
+                "round": r.round,
+                "verdict": final.verdict if final else None,
+                "next": final.next if final else None,
+                "flags": [i.to_json() for i in final.issues] if final else [],
+                "reasons": list(final.reasons) if final else [],
+                "gates": len(r.gates),
+                "rereviews": r.rereviews,
                 "fix": None
                 if fix is None
                 else {k: v for k, v in fix.items() if k not in ("iteration",)},
@@ -97,23 +96,23 @@ def build(run_id: str) -> dict[str, Any]:
         )
     last = next((r for r in reversed(rounds) if r["verdict"] is not None), None)
     unresolved = last["flags"] if last and last["verdict"] == "NAUGHTY" else []
-    last_round = state["rounds"][-1]["round"]
+    last_round = state.rounds[-1].round
     output_file = folder / f"round-{last_round}" / "output.txt"
-    escalation = state.get("escalation") or {}
-    reasons = list(escalation.get("reasons") or [])
-    questions = list(escalation.get("questions") or [])
+    escalation = state.escalation
+    reasons = list(escalation.reasons) if escalation else []
+    questions = list(escalation.questions or []) if escalation else []
     if not reasons:
         reasons = [r["reason"] for r in records if r.get("event") == "escalate" and r.get("reason")]
     report = {
         "run_id": run_id,
-        "status": state["status"],
-        "target": target_name(state["target"]),
-        "working_copy": working_copy(state["target"]),
-        "source": state["source"],
-        "rubric": state["rubric"],
-        "reviewers": state["reviewers"],
-        "max_fixes": state["max_fixes"],
-        "budget_usd": state.get("budget_usd"),
+        "status": state.status,
+        "target": target_name(state.target),
+        "working_copy": working_copy(state.target),
+        "source": state.source,
+        "rubric": state.rubric,
+        "reviewers": state.reviewers,
+        "max_fixes": state.max_fixes,
+        "budget_usd": state.budget_usd,
         "escalation_reasons": reasons,
         "questions": questions,
         "spec": read_exact(folder / "spec.md", "replace"),
@@ -130,7 +129,7 @@ def build(run_id: str) -> dict[str, Any]:
         "cost": _cost(records),
         "unreviewed_fix": None,
     }
-    found = unreviewed_fix(RunState.from_json(state)) if state["status"] != "shipped" else None
+    found = unreviewed_fix(state) if state.status != "shipped" else None
     if found is not None:
         report["unreviewed_fix"] = {**found.to_json(), "sentence": describe_fix(found)}
     return redact(report)

@@ -332,11 +332,14 @@ class RunState:
     last_gate: LastGate | None = None
     fixer: Fixer | None = None
     escalation: Escalation | None = None
-    in_place: bool = False
+    in_place: bool | None = None
+    """Whether the fixes go to the user's file itself; None in runs older
+    than the key (a resumed one decides from where its target is), which
+    stay without it when saved again."""
     version: int = RUN_STATE_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "version": self.version,
             "id": self.id,
             "created": self.created,
@@ -360,8 +363,10 @@ class RunState:
             "last_gate": None if self.last_gate is None else self.last_gate.to_json(),
             "fixer": None if self.fixer is None else self.fixer.to_json(),
             "escalation": None if self.escalation is None else self.escalation.to_json(),
-            "in_place": self.in_place,
         }
+        if self.in_place is not None:
+            data["in_place"] = self.in_place
+        return data
 
     @classmethod
     def from_json(cls, d: Any) -> RunState:
@@ -422,5 +427,5 @@ class RunState:
                 if esc.get("questions") is None
                 else list(list_(esc, "questions", f"{w}.escalation", of=dict)),
             ),
-            in_place=bool_(d, "in_place", w, False),
+            in_place=None if "in_place" not in d else bool_(d, "in_place", w),
         )
