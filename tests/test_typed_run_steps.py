@@ -77,3 +77,13 @@ def test_a_run_older_than_in_place_keeps_saying_nothing_about_it(user_files):
     assert state.in_place is None
     store.save_state(state)
     assert (store.run_dir(run_id) / "state.json").read_text(encoding="utf-8") == text
+
+
+def test_a_step_on_a_state_that_is_not_json_says_so(user_files, capsys):
+    data = json.loads((DATA / "run-hook-spawned.json").read_text(encoding="utf-8"))
+    run_id, _ = _place(data)
+    (store.run_dir(run_id) / "state.json").write_text("{not json", encoding="utf-8")
+    assert main(["gate", "--run", run_id]) == 2
+    err = capsys.readouterr().err
+    assert f"the state of run '{run_id}' is unreadable" in err and "Traceback" not in err
+    assert (store.run_dir(run_id) / "state.json").read_text(encoding="utf-8") == "{not json"

@@ -5,7 +5,7 @@ state, replaced atomically so unlocked readers never see half a file), the
 files the helper wrote for it (spec, rubric, each round's output and
 assignment) and a `.lock`. State changes happen under an exclusive lock on
 that file, because reviewers finish concurrently and each stop hook stores
-its reply at once; `locked` saves only on a clean exit, so a refusal or a
+its reply at once; `locked_state` saves only on a clean exit, so a refusal or a
 crash half-way leaves the state as it was.
 """
 
@@ -63,33 +63,22 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + os.urandom(3).hex()
 
 
-@contextlib.contextmanager
-def locked(run_id: str) -> Iterator[dict[str, Any]]:
-    """Load the run's state under an exclusive lock; save it only on a clean
-    exit, so a refusal or a crash half-way leaves the state as it was."""
-    folder = run_dir(run_id)
-    state_file = folder / "state.json"
-    if not state_file.exists():
-        raise InputError(f"no run '{run_id}' under {runs_dir()}")
-    with open(folder / ".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = json.loads(state_file.read_text(encoding="utf-8"))
-        yield state
-        save(folder, state)
-
-
-def save(folder: Path, state: dict[str, Any]) -> None:
-    write_atomic(folder / "state.json", state, indent=2)
+def save(folder: Path, data: dict[str, Any]) -> None:
+    """Write `state.json` (a `RunState`'s `to_json`) atomically: the one
+    writer, under `save_state` and `locked_state`."""
+    write_atomic(folder / "state.json", data, indent=2)
     # Only once the state itself says so: the guard trusts this mark.
-    mark_finished(str(folder.parent), folder.name, state["status"])
+    mark_finished(str(folder.parent), folder.name, data["status"])
 
 
 def load(run_id: str) -> dict[str, Any]:
-    """A snapshot of the run's state (read-only use)."""
+    """The run's `state.json` as the file holds it, for what shows the file
+    itself; the run's modules read it with `load_state`."""
     state_file = run_dir(run_id) / "state.json"
     if not state_file.exists():
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
-    return json.loads(state_file.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(state_file.read_text(encoding="utf-8"))
+    return data
 
 
 def _typed(run_id: str, data: Any) -> RunState:
@@ -112,12 +101,21 @@ def load_state(run_id: str) -> RunState:
 
 @contextlib.contextmanager
 def locked_state(run_id: str) -> Iterator[RunState]:
-    """`locked`, as typed records: saved on a clean exit only."""
-    with locked(run_id) as data:
+    """The run's state under an exclusive lock, saved (atomically) only on a
+    clean exit, so a refusal or a crash half-way leaves the state as it was."""
+    folder = run_dir(run_id)
+    state_file = folder / "state.json"
+    if not state_file.exists():
+        raise InputError(f"no run '{run_id}' under {runs_dir()}")
+    with open(folder / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            data = json.loads(state_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"the state of run '{run_id}' is unreadable: {exc}") from None
         state = _typed(run_id, data)
         yield state
-        data.clear()
-        data.update(state.to_json())
+        save(folder, state.to_json())
 
 
 def save_state(state: RunState) -> None:
