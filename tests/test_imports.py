@@ -167,3 +167,29 @@ def test_a_reply_the_compiled_check_refuses_gets_jsonschemas_errors(tmp_path) ->
     broken.write_text(json.dumps({"verdict": "MAYBE"}), encoding="utf-8")
     report = _probe(tmp_path, ["validate", str(broken)], modules=("jsonschema",))
     assert report["code"] == 1 and "jsonschema" in report["loaded"]  # the probe sees it load
+
+
+# Importing state/redact.py compiles none of its patterns: each is compiled
+# the first time it is used, and finds what it found compiled at import.
+REDACT_PROBE = """
+import json, re, sys
+compiled = []
+real = re.compile
+re.compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)
+import santa_method.state.redact as redact
+at_import = len(compiled)
+re.compile = real
+key = "sk-ant-" + "a1B2" * 8
+out = redact.redact_text(f"token: {key}\\nverdict PASS\\n")
+print(json.dumps({"at_import": at_import, "out": out}))
+"""
+
+
+def test_importing_redaction_compiles_no_pattern() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", REDACT_PROBE], capture_output=True, text=True, timeout=60
+    )
+    report = json.loads(proc.stdout)
+    assert report["at_import"] == 0
+    assert report["out"] == "token: [REDACTED:Anthropic API Key]\nverdict PASS\n"
+

@@ -43,8 +43,9 @@ verdict, a list of criteria) holds none of these.
 
 A regex detector's match is widened to the whole token around it (letters,
 digits, `_`, `-`, trailing `=`), because some plugins capture only a prefix
-(GitHub's pattern captures `ghp`). `detect_secrets` is imported on first
-use, so importing this module costs nothing on the CLI's cold start.
+(GitHub's pattern captures `ghp`). `detect_secrets` is imported, and each
+pattern compiled, on first use, so importing this module costs almost
+nothing on the CLI's cold start.
 """
 
 from __future__ import annotations
@@ -53,11 +54,32 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 T = TypeVar("T")
+
+
+class _Lazy:
+    """A regular expression compiled on first use. Compiling the two dozen
+    patterns below at import cost the CLI's cold start most of this module's
+    import, and printing a verdict uses few of them. The compiled pattern's
+    attributes are kept on first use, so later calls cost what a compiled
+    pattern's do."""
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(re.compile(self._source, self._flags), name)
+        setattr(self, name, value)
+        return value
+
+
+def _lazy(source: str, flags: int = 0) -> re.Pattern[str]:
+    return cast("re.Pattern[str]", _Lazy(source, flags))
+
 
 #: detect-secrets plugins left out, by class name (see the module docstring).
 EXCLUDED_PLUGINS = frozenset(
@@ -67,47 +89,47 @@ EXCLUDED_PLUGINS = frozenset(
 #: Formats detect-secrets 1.5 misses. The secret is group 1 when the pattern
 #: has one (the rest is context), else the whole match.
 EXTRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("Anthropic API Key", re.compile(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
-    ("GitHub Token", re.compile(r"github_pat_[A-Za-z0-9_]{22,}")),
-    ("Google API Key", re.compile(r"AIza[0-9A-Za-z_\-]{35}")),
+    ("Anthropic API Key", _lazy(r"sk-ant-[A-Za-z0-9_\-]{20,}")),
+    ("GitHub Token", _lazy(r"github_pat_[A-Za-z0-9_]{22,}")),
+    ("Google API Key", _lazy(r"AIza[0-9A-Za-z_\-]{35}")),
     # `.env` style assignments to a secret-sounding name: the value goes.
     (
         "Secret Keyword",
-        re.compile(
+        _lazy(
             r"(?i)\b[A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|PWD|TOKEN|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY)"
             r"[A-Z0-9_]*[ \t]*[=:][ \t]*['\"]?((?=[^\s'\"]*[A-Za-z])[^\s'\"]{8,})"
         ),
     ),
-    ("Hugging Face Token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("OpenAI API Key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}")),
+    ("Hugging Face Token", _lazy(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("OpenAI API Key", _lazy(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}")),
     # A bearer token holds a digit; "Bearer authentication-scheme" in prose does not.
     (
         "Bearer Token",
-        re.compile(r"\bBearer[ \t]+((?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{16,}=*)", re.I),
+        _lazy(r"\bBearer[ \t]+((?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{16,}=*)", re.I),
     ),
 )
 
-_PEM = re.compile(
+_PEM = _lazy(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
     re.DOTALL,
 )
 #: Bare tokens: 32 or more base64 / base64url characters (padding aside).
-_BARE = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
+_BARE = _lazy(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+/=_\-])")
 #: Runs of one base64 alphabet inside a token that mixes both (see below).
-_ONE_ALPHABET = re.compile(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
+_ONE_ALPHABET = _lazy(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
 #: What cannot be inside a URL as santa judges one (see `_in_url`).
-_URL_START = re.compile(r"[\s\"'`,;<>()\[\]{}|\\^]")
+_URL_START = _lazy(r"[\s\"'`,;<>()\[\]{}|\\^]")
 #: A URL path's segments, judged one by one.
-_SEGMENT = re.compile(r"[A-Za-z0-9+_\-]{32,}")
+_SEGMENT = _lazy(r"[A-Za-z0-9+_\-]{32,}")
 #: A token spelt with %XX escapes (a URL-encoded key), judged decoded.
-_PERCENT = re.compile(
+_PERCENT = _lazy(
     r"(?<![A-Za-z0-9+/_%\-])(?:[A-Za-z0-9+/_\-]|%[0-9A-Fa-f]{2}){32,}(?![A-Za-z0-9+/_%\-])"
 )
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
-_DECODED_TOKEN = re.compile(r"[A-Za-z0-9+/_\-]+={0,2}")
+_ESCAPE = _lazy(r"%([0-9A-Fa-f]{2})")
+_DECODED_TOKEN = _lazy(r"[A-Za-z0-9+/_\-]+={0,2}")
 #: The humps of a name in CamelCase or camelCase: a word, an acronym, a number
 #: (`Base64HighEntropyStringDetectorPlugin`, `shouldReturn404WhenUserIsNotFound`).
-_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_HUMP = _lazy(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _VOWELS = frozenset("aeiouAEIOU")
 #: Words names are made of that hold no vowel: acronyms written as words
 #: (`XMLHttpRequest`), `By`, a plural `s` (`K8s`), a version's `v` (`IPv6`).
@@ -121,9 +143,9 @@ _VOWELLESS_WORDS = frozenset({
 })
 # fmt: on
 #: A digest or a number with a short unit (a token of one part).
-_DIGEST = re.compile(r"[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
+_DIGEST = _lazy(r"[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: A part of a token that reads as an identifier, a number or a digest.
-_PLAIN_PART = re.compile(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
+_PLAIN_PART = _lazy(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
 #: 100 below 4.25), of 64 about 5.2; long identifiers score 3.5 to 4.
 ENTROPY_BITS = 4.0
@@ -131,18 +153,17 @@ ENTROPY_BITS = 4.0
 _PLUGIN_WORDS = ("key", "pwd", "pw", "secret", "contrase", "private", "token", "://")
 #: "pass" matters only glued to a name (`db_pass`, `cl-pass`, `password`);
 #: the verdict word PASS on its own cannot start a plugin's match.
-_LONE_PASS = re.compile(r"(?<![\w-])pass(?![\w-])")
-_PLUGIN_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.:]{10,}")
-_TOKEN_CHAR = re.compile(r"[A-Za-z0-9_\-]")
-_WORD_CHAR = re.compile(r"[A-Za-z0-9_]")
+_LONE_PASS = _lazy(r"(?<![\w-])pass(?![\w-])")
+_PLUGIN_TOKEN = _lazy(r"[A-Za-z0-9_\-+/=.:]{10,}")
+_TOKEN_CHAR = _lazy(r"[A-Za-z0-9_\-]")
+_WORD_CHAR = _lazy(r"[A-Za-z0-9_]")
 # Lines longer than this are scanned in overlapping windows so one huge
 # minified line cannot make a keyword regex crawl.
 _WINDOW = 4096
 _OVERLAP = 512
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A secret's span in the scanned text and the detector's name for it."""
 
     start: int
@@ -297,7 +318,7 @@ def _entropy(token: str) -> float:
 def _could_hold_plugin_secret(window: str, lowered: str) -> bool:
     if any(word in lowered for word in _PLUGIN_WORDS):
         return True
-    if lowered.count("pass") > len(_LONE_PASS.findall(lowered)):
+    if "pass" in lowered and lowered.count("pass") > len(_LONE_PASS.findall(lowered)):
         return True
     for m in _PLUGIN_TOKEN.finditer(window):
         run = m.group()
