@@ -197,11 +197,10 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
-    import dataclasses
-
     from santa_method.core.files import read_exact
     from santa_method.core.review import unverified_quote_messages, validate_reply
     from santa_method.core.rubric import rubric_from_json, rubric_hash
+    from santa_method.core.types import replace
     from santa_method.state import runs
     from santa_method.state.atomic import replace_text
 
@@ -225,7 +224,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     if unread:
         # Reading is part of a valid review: a reply from a reviewer that
         # skipped part of the assignment (or peeked at other reviews) fails.
-        result = dataclasses.replace(result, valid=False, errors=(*result.errors, unread))
+        result = replace(result, valid=False, errors=(*result.errors, unread))
 
     counter_file = _blocks_file(folder, round_number, agent_id)
     counter = (

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from santa_method.core.ambiguity import disagreement
 
@@ -69,8 +68,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Extracted:
+class Extracted(NamedTuple):  # not a dataclass: its import costs the CLI's cold start
     obj: dict[str, Any] | None
     error: str | None
     #: The reply's object is nested past what a parser can follow: for a

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 _PUNCT = str.maketrans(
     {
@@ -58,8 +58,9 @@ def words(text: str) -> str:
     return " ".join(text.split())
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
+    """A place in normalised text (a NamedTuple: dataclasses cost the CLI's cold start)."""
+
     start: int
     end: int
 
