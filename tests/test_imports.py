@@ -140,9 +140,9 @@ NOT_ON_THE_VALIDATE_PATH = (
 )
 def test_a_cold_validate_imports_only_what_it_uses(tmp_path, inputs, args) -> None:
     # Nor dataclasses (with inspect, which it imports: the contracts in
-    # core/types.py are plain classes).
+    # core/types.py are plain classes) nor shutil (argparse's help width).
     args = [a.format(**inputs) for a in args]
-    modules = (*NOT_ON_THE_VALIDATE_PATH, "detect_secrets", "pathlib", "dataclasses")
+    modules = (*NOT_ON_THE_VALIDATE_PATH, "detect_secrets", "pathlib", "dataclasses", "shutil")
     assert _probe(tmp_path, args, modules=modules) == {"code": 0, "loaded": []}
 
 
@@ -195,3 +195,23 @@ def test_importing_redaction_compiles_no_pattern() -> None:
     assert report["at_import"] == 0
     assert report["out"] == "token: [REDACTED:Anthropic API Key]\nverdict PASS\n"
 
+
+@pytest.mark.parametrize(("columns", "widest"), [("50", 48), ("200", 198), (None, 78), ("x", 78)])
+def test_help_is_as_wide_as_the_terminal_says(tmp_path, columns, widest) -> None:
+    # The width argparse would take from shutil.get_terminal_size (COLUMNS,
+    # else the terminal, else 80; two less for the margin), without shutil.
+    env = {k: v for k, v in _env(tmp_path).items() if k != "COLUMNS"}
+    if columns is not None:
+        env["COLUMNS"] = columns
+    proc = subprocess.run(
+        [sys.executable, "-m", "santa_method.cli", "validate", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and lines
+    assert max(map(len, lines)) <= widest
+    assert max(map(len, lines)) > widest - 12  # wrapped at that width, not narrower

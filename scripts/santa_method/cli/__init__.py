@@ -62,6 +62,28 @@ class _Parser(argparse.ArgumentParser):
         _say_error(f"santa: error: {message}")
         raise SystemExit(2)
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse makes a formatter for every option added, and a formatter
+        # given no width imports shutil for the terminal's (shutil imports
+        # the compression modules): the same width, without that import.
+        return self.formatter_class(prog=self.prog, width=_columns() - 2)  # type: ignore[call-arg]
+
+
+def _columns() -> int:
+    """`shutil.get_terminal_size().columns`: COLUMNS if a positive number,
+    else the width of the terminal on standard output, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, closed, detached, not a terminal
+        return 80
+    return size.columns or 80
+
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or with `only` just that sub-command's (the cold
