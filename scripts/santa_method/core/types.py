@@ -13,6 +13,8 @@ half a bare interpreter's start, and every command loads this module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any, ClassVar, Literal, TypeVar
 
 Result = Literal["PASS", "FAIL"]
@@ -41,19 +43,21 @@ class Contract:
     stores exactly those in its `__dict__`."""
 
     _fields: ClassVar[tuple[str, ...]] = ()
+    #: The fields' values as a tuple (an attrgetter, made once a class).
+    _values: ClassVar[Callable[[Any], tuple[Any, ...]]]
 
-    def _values(self) -> tuple[Any, ...]:
-        values = self.__dict__
-        return tuple(values[name] for name in self._fields)
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._values = attrgetter(*cls._fields)  # every contract has two fields or more
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        assert isinstance(other, Contract)
-        return self._values() == other._values()
+        values = type(self)._values
+        return values(self) == values(other)
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return hash(type(self)._values(self))
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={self.__dict__[name]!r}" for name in self._fields)
