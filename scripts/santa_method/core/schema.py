@@ -20,7 +20,6 @@ derived schema to it.
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from collections.abc import Callable
@@ -142,6 +141,8 @@ def _validator() -> Any:
 
 
 def _resolve(node: Any, defs: dict[str, Any]) -> Any:
+    import copy  # here, not at the top: `santa validate` never derives the strict form
+
     if isinstance(node, dict):
         if "$ref" in node:
             ref = node["$ref"]
