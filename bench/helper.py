@@ -18,9 +18,11 @@ Two measurements, side by side in one run:
   ratio against the target of at most 5x (issue 15: importing jsonschema
   alone costs more, so a conforming reply is accepted by the compiled
   schema, core/review_schema.py). `santa validate --rubric base --against
-  FILE` is shown too. The runs counted are warm: .pyc files written, as an
-  installed package has them (PYTHONDONTWRITEBYTECODE, which some shells and
-  CI images set, is dropped for the measured commands).
+  FILE` is shown too, and the floor under any `santa` command: importing
+  argparse and json, which parse its arguments and the reply. The runs
+  counted are warm: .pyc files written, as an installed package has them
+  (PYTHONDONTWRITEBYTECODE, which some shells and CI images set, is dropped
+  for the measured commands).
 """
 
 from __future__ import annotations
@@ -217,6 +219,11 @@ def cold_start(runs: int) -> dict[str, float]:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         commands = {
             "cold start: python -c pass": [sys.executable, "-c", "pass"],
+            "cold start: import argparse, json (the floor)": [
+                sys.executable,
+                "-c",
+                "import argparse, json",
+            ],
             "cold start: santa validate": [str(santa), "validate", str(examples / "review-b.json")],
             "cold start: santa validate --rubric --against": [
                 str(santa),
