@@ -26,7 +26,6 @@ not a second review.
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import re
 import unicodedata
@@ -235,6 +234,8 @@ def _readable(text: str) -> str:
             break
         text = decoded
     if "&" in text:
+        import html  # only here: santa validate's cold start stays small
+
         text = html.unescape(text)
     if not text.isascii():
         text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
