@@ -210,6 +210,7 @@ def _start(args: argparse.Namespace) -> Any:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state import runs
     from santa_method.state.config import load_config, resolve_log_path
+    from santa_method.state.model.run import Target
     from santa_method.state.paths import project_root, project_rubrics_dir
 
     if not (args.against or args.against_diff):
@@ -243,10 +244,10 @@ def _start(args: argparse.Namespace) -> Any:
     if args.against:
         read_text(args.against, "output")  # refused up front, like every file a user names
         path = Path(args.against).resolve()
-        target = {"kind": "file", "path": str(path)}
+        target = Target(kind="file", path=str(path))
     else:
         runs.check_rev(args.against_diff, str(root))
-        target = {"kind": "diff", "rev": args.against_diff, "cwd": str(root)}
+        target = Target(kind="diff", rev=args.against_diff, cwd=str(root))
     rubric = load_rubric(config.rubric, search_dirs=(project_rubrics_dir(),))
     source = args.source or ("hook" if inside_claude_code else "files")
     return runs.start_run(

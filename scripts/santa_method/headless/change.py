@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from santa_method.core import assignments
 from santa_method.core.errors import InputError
@@ -36,6 +35,7 @@ from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
 from santa_method.state import runs
 from santa_method.state.atomic import replace_bytes
+from santa_method.state.model.run import Target
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
     fixer_answer,
@@ -57,8 +57,8 @@ class Change:
     root: Path
 
     @property
-    def target(self) -> dict[str, Any]:
-        return {"kind": "diff", "rev": self.rev, "cwd": str(self.root)}
+    def target(self) -> Target:
+        return Target(kind="diff", rev=self.rev, cwd=str(self.root))
 
     def read_text(self, encoding: str = "utf-8") -> str:
         return runs.read_target(self.target)

@@ -44,6 +44,7 @@ from santa_method.headless.reviewing import LoopRun, models_for, resolve_backend
 from santa_method.state import locks, runs
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
+from santa_method.state.model.run import Target
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
     fixer_answer,
@@ -246,9 +247,8 @@ async def _verify(
             assert output is not None
             working, original = _working_copy(santa, output, in_place)
             fix_alone(working)
-            target = {"kind": "file", "path": str(working)}
-            if original is not None:
-                target["original"] = original  # the user's file, which reports point at
+            # `original`: the user's file, which reports point at.
+            target = Target(kind="file", path=str(working), original=original)
         # Held from before the run exists until this process is done with it:
         # a run no living process holds was interrupted (`santa runs` says so).
         new_id = runs.new_run_id()

@@ -45,6 +45,7 @@ from santa_method.state.store import (
     sha256,
 )
 from santa_method.state.target import (
+    TargetLike,
     as_target,
     read_target,
     run_pre_check,
@@ -150,7 +151,7 @@ def _write_round(folder: Path, state: RunState, number: int, output: str) -> Rou
 
 def start_run(
     *,
-    target: dict[str, Any],
+    target: TargetLike,
     spec: str,
     rubric: Rubric,
     rubric_name: str,
@@ -173,8 +174,10 @@ def start_run(
     inputs are usable and the pre-check passed. The log's `run` record comes
     first, so no run folder is ever without one: a process killed while it
     writes the folder leaves a logged run without state, which `santa runs`
-    shows and `santa log escalate` closes.
+    shows and `santa log escalate` closes. (The target as its JSON is
+    taken too, as callers outside the package may hold it.)
     """
+    target = as_target(target)
     numbers.REVIEWERS.check(reviewers, "reviewers")
     numbers.MAX_FIXES.check(max_fixes, "max_fixes")
     if budget_usd is not None:
@@ -202,7 +205,7 @@ def start_run(
         id=run_id,
         created=now(),
         status="open",
-        target=as_target(target),
+        target=target,
         rubric=rubric_name,
         rubric_hash=rubric_hash,
         reviewers=reviewers,
