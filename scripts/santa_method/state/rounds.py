@@ -100,19 +100,13 @@ def _assignment_body(folder: Path, state: RunState, r: Round) -> str:
     )
 
 
-def assignment_intact(r: Round | dict[str, Any]) -> bool:
-    """The round's assignment file is what the helper wrote. (Also given
-    the round as JSON by the run modules that still read the state so.)"""
-    path, expected = (
-        (r.assignment, r.assignment_sha256)
-        if isinstance(r, Round)
-        else (r["assignment"], r["assignment_sha256"])
-    )
+def assignment_intact(r: Round) -> bool:
+    """The round's assignment file is what the helper wrote."""
     try:
-        text = read_exact(path)
+        text = read_exact(r.assignment)
     except (OSError, UnicodeDecodeError):
         return False
-    return sha256(text) == expected
+    return sha256(text) == r.assignment_sha256
 
 
 def _write_round(folder: Path, state: RunState, number: int, output: str) -> Round:

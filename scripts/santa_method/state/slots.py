@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.state.atomic import replace_bytes
@@ -32,12 +31,9 @@ def run_of(instruction: str, marker: str) -> str | None:
     return run_id if RUN_ID.fullmatch(run_id) else None
 
 
-def slot_stands(slot: Slot | dict[str, Any] | None) -> bool:
-    """A slot keeps its reply across a re-review only if the last gate found it valid.
-    (Also given the slot as JSON by the run modules that still read the state so.)"""
-    if isinstance(slot, Slot):
-        return slot.gated_valid is True
-    return slot is not None and slot.get("gated_valid") is True
+def slot_stands(slot: Slot | None) -> bool:
+    """A slot keeps its reply across a re-review only if the last gate found it valid."""
+    return slot is not None and slot.gated_valid is True
 
 
 def find_round(instruction: str) -> tuple[str, int] | None:

@@ -133,16 +133,10 @@ def now() -> str:
     return runlog.now_iso()
 
 
-def log_record(
-    state: RunState | dict[str, Any], event: str, iteration: Any, **data: Any
-) -> dict[str, Any]:
-    """One record of the run in its log. (The state as a record, or as the
-    JSON the run modules that still read the state as a dict hand over.)"""
-    run_id, log = (
-        (state.id, state.log) if isinstance(state, RunState) else (state["id"], state["log"])
-    )
-    record = {"run_id": run_id, "event": event, "iteration": iteration, **data}
-    return runlog.append(log, record)
+def log_record(state: RunState, event: str, iteration: Any, **data: Any) -> dict[str, Any]:
+    """One record of the run in its log."""
+    record = {"run_id": state.id, "event": event, "iteration": iteration, **data}
+    return runlog.append(state.log, record)
 
 
 def check_log_path(state: RunState, log_path: str | os.PathLike[str] | None) -> None:
