@@ -289,6 +289,18 @@ def test_a_quote_that_reads_like_a_verdict_inside_the_review_is_evidence() -> No
         '[{"verdict": ["FAIL"]}]',
         '[{"verdict": null}]',
         '{"draft": {"verdict": 0}}',
+        "Verdict: \u274c FAIL",
+        "Verdict: \U0001f534 FAIL",
+        "Verdict: \u274c",
+        "| criterion | verdict |\n|---|---|\n| verdict | FAIL |",
+        "Verdict (draft): FAIL",
+        "Verdict \u2014 FAIL",
+        "Verdict - FAIL",
+        "<verdict>FAIL</verdict>",
+        "Verdict: ~~PASS~~ FAIL",
+        "Verdict: NOT PASS",
+        '{"draft_verdict": "FAIL"}',
+        "initial-verdict: rejected",
     ],
 )
 def test_a_draft_in_any_notation_before_a_pass_is_ambiguous(first: str) -> None:
@@ -380,3 +392,63 @@ def test_property_a_draft_in_any_notation_before_a_pass_is_never_a_pass(
         draft = json.dumps({"note": draft})
     found = extract_verdict_object(f"Draft:\n{draft}\n\nFinal:\n{PASS_TEXT}\n")
     assert found.obj is None and found.error and "ambiguous" in found.error
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "- technical-correctness: FAIL",
+        "| criterion | result |\n|---|---|\n| completeness | FAIL |",
+        "**Completeness**: \u274c",
+        "Completeness \u2014 not a pass",
+    ],
+)
+def test_a_criterion_given_another_result_before_the_final_review_is_ambiguous(
+    draft: str,
+) -> None:
+    error = _bad(f"First pass:\n{draft}\n\nFinal:\n{PASS_TEXT}\n")
+    assert "is FAIL in one, PASS in the other" in error
+
+
+def test_a_failing_review_held_as_json_in_a_detail_of_the_final_review_is_ambiguous() -> None:
+    final = pass_review()
+    final["checks"][1]["detail"] = json.dumps(fail_review({"completeness": "no license"}))
+    assert "ambiguous" in _bad(json.dumps(final))
+
+
+def test_a_quote_of_an_output_that_is_itself_a_failing_review_is_evidence() -> None:
+    # The output under review may be a JSON review (santa's own test data):
+    # its quote, verbatim, is evidence, not a second review.
+    quoted = json.dumps({"verdict": "FAIL", "checks": []})
+    failing = fail_review(
+        {"completeness": "no license"},
+        [{"criterion": "completeness", "issue": "a FAIL example", "quote": quoted}],
+    )
+    assert _ok(json.dumps(failing)) == failing
+
+
+# Prose reviewers write around their one review: it must stay valid (these
+# were rejected by a text search that read past the line's end into the fence).
+@pytest.mark.parametrize(
+    "before",
+    [
+        "Final verdict:",
+        "Verdict:",
+        "Here is my verdict:",
+        "My verdict:",
+        "Here is the result:",
+        "**Verdict: PASS**",
+        "Verdict: \u2705 PASS",
+        "Verdict: \u2705",
+        "Verdict: approved.",
+        "Result: clean",
+        "The code keeps `result = None` as its default, which is fine.",
+        "- completeness: PASS\n- compliance: \u2705",
+        "| criterion | result |\n|---|---|\n| completeness | PASS |",
+        "verdict_reason: every criterion holds",
+    ],
+)
+@pytest.mark.parametrize("after", ["", "Done.", "That is all."])
+def test_ordinary_prose_around_one_fenced_review_stays_valid(before: str, after: str) -> None:
+    reply = f"{before}\n```json\n{PASS_TEXT}\n```\n{after}\n"
+    assert _ok(reply) == PASS

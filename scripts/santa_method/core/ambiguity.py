@@ -8,28 +8,34 @@ reply holding another verdict, or another result for a check, is ambiguous
 for in two ways, both fail-closed:
 
 - Structure. Every object decoded from the reply besides the final review
-  (earlier top-level objects, objects in arrays, JSON held in their strings,
-  YAML blocks and paragraphs), and everything nested inside the final review
-  (a `draft` beside a check), is walked for `verdict` and `result` keys.
-- Text. Outside the final review the raw text is searched for a verdict or
-  a result written in any notation a reviewer drafts in (JSON, a Python or
-  Ruby dict, YAML with tags, anchors or block scalars, TOML, Markdown keys),
-  after decoding what hides letters: escapes (`\\u0041`, `\\U00000041`,
-  `\\x41`, `\\101`, `\\"`), HTML entities, compatibility forms (NFKC) and
-  invisible characters (`F\\u200bAIL`).
+  (earlier top-level objects, objects in arrays, JSON held in strings, YAML
+  blocks and paragraphs), and everything nested inside the final review (a
+  `draft` beside a check, a review held as JSON in a `detail`), is walked
+  for verdict and result keys.
+- Text. Outside the final review the text is searched for a verdict, a
+  result, or a criterion of the final review given a result, written in any
+  notation a reviewer drafts in (JSON, a Python or Ruby dict, YAML with
+  tags, anchors or block scalars, TOML, Markdown keys and tables, XML tags,
+  `Verdict: ❌ FAIL`), after decoding what hides letters: escapes
+  (`\\u0041`, `\\U00000041`, `\\x41`, `\\101`, `\\"`), HTML entities,
+  compatibility forms (NFKC), invisible characters (`F\\u200bAIL`) and
+  struck-out text (`~~PASS~~`).
 
-Strings inside the final review are never searched: a check's evidence may
-quote an output that itself says `verdict: FAIL`, and that quote is evidence,
-not a second review.
+Words that mean PASS or FAIL ("approved", "rejected", a check mark) count as
+them, so prose that agrees with the final review stays valid. Evidence
+inside the final review (its quotes, what is missing) is never searched: it
+may quote an output that itself says `verdict: FAIL`, and that quote is
+evidence, not a second review.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 # Characters that render as nothing (format characters, variation selectors,
@@ -45,30 +51,56 @@ _ESCAPE = re.compile(
     r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2})|([0-7]{1,3})|(.))", re.DOTALL
 )
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
+_STRUCK = re.compile(r"~~[^~\n]*~~")
+
+# Marks and words that say PASS or FAIL in other words: a draft saying
+# "approved" agrees with a PASS; one saying "rejected" does not.
+_PASS_MARKS = "\u2705\u2714\u2611\U0001f7e2\U0001f44d"
+_FAIL_MARKS = "\u274c\u274e\u2717\u2718\U0001f534\U0001f44e\u26d4\U0001f6ab"
+_SAYS_PASS = frozenset(
+    ["PASS", "PASSED", "PASSES", "PASSING", "OK", "OKAY", "APPROVE", "APPROVED", "ACCEPT", "ACCEPTED", "CLEAN", "GOOD", "FINE", "LGTM", "SHIP", "YES", "SUCCESS", "GREEN", "NICE"]
+) | frozenset(_PASS_MARKS)
+_SAYS_FAIL = frozenset(
+    ["FAIL", "FAILED", "FAILS", "FAILING", "REJECT", "REJECTED", "NO", "BAD", "RED", "NAUGHTY", "BLOCKED", "BLOCK"]
+) | frozenset(_FAIL_MARKS)
 
 # A key as a reviewer drafts it: bare, quoted either way, in Markdown bold or
-# code, or a Ruby symbol; then `:`, `=`, `=>` or `:=`; then YAML's tags,
-# anchors or a block scalar's header before the value.
+# code, a Ruby symbol, an XML tag, with a remark after it (`Verdict
+# (draft):`); then a separator (`:`, `=`, `=>`, a dash, a table's `|`, a
+# tag's `>`); then YAML's tags, anchors or a block scalar's header. The value
+# is on the same line, or on the next one if that is indented (YAML): never
+# across a line break into what follows, such as the fence that holds the
+# review itself ("Final verdict:" above "```json").
 _KEY = r"""
-    (?<![\w\\])[*_`"':]*{name}[*_`"']*
-    [ \t]*(?:=>|->|:=|[:=])\s*
-    (?:(?:!!?[\w/:.-]*|&[\w-]+)\s+)*
-    (?:[|>][1-9]?[+-]?[1-9]?[ \t]*(?:\#[^\n]*)?\n\s*)?
-    [*_`]*[ \t]*
+    (?<![\w\\])[*_`"':<|]*[ \t]*(?:{name})[*_`"']*
+    (?:[ \t]*\([^)\n]{{0,40}}\))?
+    [ \t]*(?:=>|->|:=|[:=|>\u2013\u2014-])[*_`]{{0,2}}[ \t]*(?:\n[ \t]+)?
+    (?:(?:!!?[\w/:.-]*|&[\w-]+)[ \t]+)*
+    (?:[|>][1-9]?[+-]?[1-9]?[ \t]*(?:\#[^\n]*)?\n[ \t]*)?
+    [*_`]{{0,2}}[ \t]*
 """
-# Its value: anything quoted, a YAML alias (whose text lies elsewhere), PASS
-# or FAIL in any case however the sentence goes on, or one bare word that
-# ends the entry (`verdict: REJECT`, `{verdict: REJECT}`): a word followed by
-# more prose ("verdict: the output holds") is a sentence, not an entry.
-_VALUE = r"""
-    (?:(?P<q>\"\"\"|'''|["'])(?P<quoted>.*?)(?P=q)
+# Its value: anything quoted, a YAML alias (whose text lies elsewhere), a
+# negated pass, PASS or FAIL (after a mark such as an emoji) however the
+# sentence goes on, a mark alone, or one bare word that ends the entry
+# (`verdict: REJECT`, `{verdict: REJECT}`): a word followed by more prose
+# ("verdict: the output holds") is a sentence, not an entry.
+_VALUE = (
+    r"""
+    (?:(?P<q>\"\"\"|'''|["'])(?P<quoted>[^\n]*?)(?P=q)
       |(?P<alias>\*[\w-]+)
-      |(?P<word>PASS|FAIL)\b
+      |(?P<negated>(?:not|no|non|never)[ \t-]+(?:a[ \t]+)?pass\w*)
+      |(?:[^\w\s"'`*]{1,3}[ \t]*)?(?P<word>PASS|FAIL)\b
+      |(?P<mark>["""
+    + _PASS_MARKS
+    + _FAIL_MARKS
+    + r"""])
       |(?P<bare>[^\W\d][\w-]*)(?=[ \t]*(?:$|[\r\n,;:.!?)\]}*`'"<>|-]))
     )
 """
-_VERDICT = re.compile(_KEY.format(name="verdict") + _VALUE, re.IGNORECASE | re.VERBOSE)
-_RESULT = re.compile(_KEY.format(name="result") + _VALUE, re.IGNORECASE | re.VERBOSE)
+)
+_FLAGS = re.IGNORECASE | re.VERBOSE
+_VERDICT = re.compile(_KEY.format(name=r"[\w-]*verdict[\w-]*") + _VALUE, _FLAGS)
+_RESULT = re.compile(_KEY.format(name=r"[\w-]*result") + _VALUE, _FLAGS)
 _MENTION = re.compile(r"verdict|result", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.DOTALL)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
@@ -78,6 +110,9 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_REGION = 64 * 1024
 _MAX_REGIONS = 32
 _MAX_DECODED_STRINGS = 64
+_MAX_CRITERIA = 64
+# Where a review's evidence lives: quoted from the output, never a review.
+_EVIDENCE = frozenset({"quote", "missing", "evidence"})
 
 _Claim = tuple[str, str | None, str]  # ("verdict" or "result", criterion, value)
 
@@ -99,11 +134,11 @@ def disagreement(
     for value in others:
         claims += _claims(value, None, decode_strings=True)
     for value in _yaml_regions(outside):
-        # YAML reads prose too ("Verdict: the output holds" is a mapping): a
-        # value of more than one word is a sentence, not a draft's entry.
-        claims += [c for c in _claims(value, None, decode_strings=True) if _one_word(c[2])]
-    claims += [("verdict", None, _matched(m)) for m in _VERDICT.finditer(outside)]
-    claims += [("result", None, _matched(m)) for m in _RESULT.finditer(outside)]
+        # YAML reads prose too ("Verdict: the output holds" is a mapping, and
+        # "Verdict:" alone one whose value is null): only a value of one
+        # word is a draft's entry.
+        claims += _claims(value, None, decode_strings=True, loose=True)
+    claims += _text_claims(outside, tuple(results)[:_MAX_CRITERIA])
     for kind, criterion, value in claims:
         if kind == "verdict" and value != verdict:
             return _ambiguous(f"a verdict of {value} besides {verdict}")
@@ -126,18 +161,18 @@ def _ambiguous(what: str) -> str:
 
 
 def _norm(value: Any) -> str:
-    """A verdict or result as compared: a string stripped and upper-cased;
-    anything else (a list, a number) as its JSON, which matches no verdict."""
+    """A verdict or result as compared: a string stripped and upper-cased, a
+    word or mark that means PASS or FAIL as that; anything else (a list, a
+    number) as its JSON, which matches no verdict."""
     if isinstance(value, str):
-        return value.strip().upper()
+        word = value.strip().strip("*_`").strip().upper()
+        if word in _SAYS_PASS:
+            return "PASS"
+        return "FAIL" if word in _SAYS_FAIL else word
     try:
         return json.dumps(value, sort_keys=True)
     except (TypeError, ValueError):
         return repr(value)
-
-
-def _one_word(value: str) -> bool:
-    return bool(value) and not any(ch.isspace() for ch in value)
 
 
 def _key(key: Any) -> str:
@@ -157,25 +192,29 @@ def _inside(final: dict[str, Any]) -> Iterator[_Claim]:
     """What is nested in the final review besides its own verdict and its
     checks' own results: a draft beside a check, a review in a field."""
     for key, value in final.items():
-        if key == "verdict":
+        if key == "verdict" or key in _EVIDENCE:
             continue
         if key == "checks" and isinstance(value, list):
             for item in value:
                 if not isinstance(item, dict):
-                    yield from _claims(item, None, decode_strings=False)
+                    yield from _claims(item, None, decode_strings=True)
                     continue
                 criterion = item.get("criterion")
                 known = criterion.strip() if isinstance(criterion, str) else None
                 for field, inner in item.items():
-                    if field != "result":
-                        yield from _claims(inner, known, decode_strings=False)
+                    if field != "result" and field not in _EVIDENCE:
+                        yield from _claims(inner, known, decode_strings=True)
             continue
-        yield from _claims(value, None, decode_strings=False)
+        yield from _claims(value, None, decode_strings=True)
 
 
-def _claims(value: Any, criterion: str | None, *, decode_strings: bool) -> Iterator[_Claim]:
+def _claims(
+    value: Any, criterion: str | None, *, decode_strings: bool, loose: bool = False
+) -> Iterator[_Claim]:
     """Every verdict and result a decoded value holds, at any depth, with
-    the criterion each result belongs to where one is named. Iterative (a
+    the criterion each result belongs to where one is named. A key that only
+    contains the word (`draft_verdict`), and every key when `loose` (YAML
+    read off prose), counts only with a one-word string value. Iterative (a
     value json.loads builds may be nested past the recursion limit) and
     visiting each container once (YAML aliases share them)."""
     stack: list[tuple[Any, str | None]] = [(value, criterion)]
@@ -191,23 +230,79 @@ def _claims(value: Any, criterion: str | None, *, decode_strings: bool) -> Itera
             keys = {_key(k): v for k, v in item.items()}
             named = keys.get("criterion")
             here = named.strip() if isinstance(named, str) else within
-            if "verdict" in keys:
-                yield "verdict", None, _norm(keys["verdict"])
-            if "result" in keys:
-                yield "result", here, _norm(keys["result"])
-            stack.extend((v, here) for v in item.values())
+            for key, inner in keys.items():
+                kind = "verdict" if "verdict" in key else "result" if key.endswith("result") else ""
+                exact = key in ("verdict", "result") and not loose
+                if not kind or not (exact or _one_word(inner)):
+                    continue
+                said = _norm(inner)
+                if loose and kind == "result" and said not in ("PASS", "FAIL"):
+                    continue  # `result: foo` in prose is not a check's result
+                yield kind, here if kind == "result" else None, said
+            stack.extend(
+                (v, here) for k, v in item.items() if not (isinstance(k, str) and k in _EVIDENCE)
+            )
         elif isinstance(item, list):
             stack.extend((v, within) for v in item)
-        elif (
-            decode_strings
-            and isinstance(item, str)
-            and decoded < _MAX_DECODED_STRINGS
-            and item.lstrip()[:1] in ("{", "[")
-        ):
+        elif decode_strings and isinstance(item, str) and decoded < _MAX_DECODED_STRINGS:
             # JSON held in a string (`{"note": "{\"verdict\": \"FAIL\"}"}`).
-            decoded += 1
-            with contextlib.suppress(ValueError, RecursionError):
-                stack.append((json.loads(item), within))
+            stripped = item.strip()
+            if stripped[:1] + stripped[-1:] in ("{}", "[]"):
+                decoded += 1
+                with contextlib.suppress(ValueError, RecursionError):
+                    stack.append((json.loads(stripped), within))
+
+
+def _one_word(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and not any(
+        ch.isspace() for ch in value.strip()
+    )
+
+
+def _text_claims(text: str, criteria: Sequence[str]) -> list[_Claim]:
+    found: list[_Claim] = [("verdict", None, v) for v in _values(_VERDICT, text, bare=True)]
+    found += [("result", None, v) for v in _values(_RESULT, text, bare=False)]
+    if criteria:
+        for match in _criteria_pattern(tuple(criteria)).finditer(text):
+            value = _value(match, bare=False)
+            if value is not None:
+                found.append(("result", _canonical(criteria, match.group("criterion")), value))
+    return found
+
+
+def _values(pattern: re.Pattern[str], text: str, *, bare: bool) -> Iterator[str]:
+    for match in pattern.finditer(text):
+        value = _value(match, bare=bare)
+        if value is not None:
+            yield value
+
+
+def _value(match: re.Match[str], *, bare: bool) -> str | None:
+    """What a matched entry says. A bare word counts for a verdict (`verdict:
+    REJECT`); for a result or a criterion only when it means PASS or FAIL,
+    as those words are common in code and prose (`result = None`)."""
+    if match.group("negated") is not None:
+        return "FAIL"
+    quoted = match.group("quoted")
+    if quoted is not None:
+        return _norm(quoted)
+    found = match.group("alias") or match.group("word") or match.group("mark")
+    if found is not None:
+        return _norm(found)
+    word = _norm(match.group("bare"))
+    return word if bare or word in ("PASS", "FAIL") else None
+
+
+@functools.lru_cache(maxsize=64)
+def _criteria_pattern(criteria: tuple[str, ...]) -> re.Pattern[str]:
+    """A result given to one of the final review's criteria by name
+    (`- completeness: FAIL`, `| completeness | FAIL |`)."""
+    names = "|".join(re.escape(c) for c in sorted(criteria, key=len, reverse=True))
+    return re.compile(_KEY.format(name=f"(?P<criterion>{names})") + _VALUE, _FLAGS)
+
+
+def _canonical(criteria: Sequence[str], written: str) -> str:
+    return next((c for c in criteria if c.lower() == written.lower()), written)
 
 
 def _unescaped(text: str) -> str:
@@ -223,9 +318,9 @@ def _unescaped(text: str) -> str:
 
 def _readable(text: str) -> str:
     """The text as a reader sees it: escapes decoded (again, for text escaped
-    twice), entities decoded, compatibility forms folded, invisibles gone.
-    Each step runs only when the text holds what it decodes (the gate's hot
-    path is plain ASCII prose around a fence)."""
+    twice), entities decoded, compatibility forms folded, invisibles and
+    struck-out words gone. Each step runs only when the text holds what it
+    decodes (the gate's hot path is plain ASCII prose around a fence)."""
     for _ in range(4):
         if "\\" not in text:
             break
@@ -239,14 +334,9 @@ def _readable(text: str) -> str:
         text = html.unescape(text)
     if not text.isascii():
         text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    if "~~" in text:
+        text = _STRUCK.sub("", text)
     return text
-
-
-def _matched(match: re.Match[str]) -> str:
-    found = match.group("quoted")
-    if found is None:
-        found = match.group("alias") or match.group("word") or match.group("bare")
-    return _norm(found)
 
 
 def _yaml_regions(text: str) -> list[Any]:
