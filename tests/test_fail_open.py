@@ -66,6 +66,60 @@ def test_a_gate_without_rubric_uses_the_configured_one(
     assert _gate(capsys, *base_only, "--rubric", "base")[0] == 0
 
 
+def _validate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main(["validate", *args, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_validate_without_rubric_refuses_invented_criteria(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Validate answers "may the gate count this reply": the gate's answer.
+    invented = _reviews(project, pass_review(("looks-good", "vibes")), pass_review())[0]
+    code, result = _validate(capsys, invented)
+    assert code == 1 and result["valid"] is False
+    assert any("unknown criterion 'vibes'" in e for e in result["errors"])
+    assert any("no result for factual-accuracy" in e for e in result["errors"])
+    main(["validate", invented])
+    assert "unknown criterion 'looks-good'" in capsys.readouterr().out
+
+
+def test_validate_without_rubric_uses_the_configured_one(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base_only = _reviews(project, pass_review(), pass_review(suggestions=["c"]))[0]
+    assert _validate(capsys, base_only)[0] == 0  # no config: base
+    (project / ".santa" / "config.yaml").write_text("rubric: code\n", encoding="utf-8")
+    code, result = _validate(capsys, base_only)
+    assert code == 1 and any("no result for" in e for e in result["errors"])
+    assert _validate(capsys, base_only, "--rubric", "base")[0] == 0  # the flag wins
+
+
+def test_validate_without_rubric_uses_a_project_rubric_named_base(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A project's own `base` shadows the packaged one, with or without a config.
+    rubrics = project / ".santa" / "rubrics"
+    rubrics.mkdir()
+    (rubrics / "base.yaml").write_text(
+        "name: base\ncriteria:\n  - id: page-count\n    name: Page count\n"
+        "    pass: The output has exactly 3 pages.\n"
+        "    fail_signals: [More or fewer than 3 pages.]\n",
+        encoding="utf-8",
+    )
+    base_only = _reviews(project, pass_review(), pass_review(suggestions=["c"]))[0]
+    code, result = _validate(capsys, base_only)
+    assert code == 1 and any("no result for page-count" in e for e in result["errors"])
+
+
+def test_the_base_rubric_validate_holds_as_data_is_the_packaged_one() -> None:
+    """core/base_rubric.py must say what rubrics/base.yaml says (regenerate it if not)."""
+    from santa_method.core.base_rubric import base
+    from santa_method.core.rubric import load_rubric
+
+    assert base() == load_rubric("base")
+
+
 # --- 5. two reviews that disagree are ambiguous ---------------------------------
 
 

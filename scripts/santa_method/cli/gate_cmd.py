@@ -44,15 +44,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _configured_rubric() -> str:
-    """Without --rubric the gate still judges against a rubric: the project's
-    (`.santa/config.yaml`), else `base`. Gating against none would let two
-    PASS reviews of invented criteria count as NICE."""
-    from santa_method.state.config import load_config
-
-    return load_config().rubric
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
@@ -111,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if sum(1 for r in args.reviews if r == "-") > 1:
             raise InputError("only one review can come from stdin")
         output = read_text(args.against, "output") if args.against else None
-        rubric = load_rubric_arg(args.rubric or _configured_rubric())
+        rubric = load_rubric_arg(args.rubric)  # the flag, else the config's, else base
         replies = [read_text(path, "review", MAX_REVIEW_BYTES) for path in args.reviews]
         if len({r.strip() for r in replies}) < len(replies):
             raise InputError(

@@ -23,16 +23,48 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("review", metavar="REVIEW", help="the reply file ('-' for stdin)")
-    p.add_argument("--rubric", metavar="R", help="rubric name (base, code+regulated) or path")
+    p.add_argument(
+        "--rubric",
+        metavar="R",
+        help="rubric name (base, code+regulated) or path (default: the config's rubric, else base)",
+    )
     p.add_argument("--against", metavar="FILE", help="the output under review, to check quotes")
     p.add_argument("--canary", metavar="TOKEN", help="the canary the review must echo")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=run)
 
 
-def load_rubric_arg(value: str | None) -> Rubric | None:
+def load_rubric_arg(value: str | None) -> Rubric:
+    """The rubric a review is judged by: `--rubric`, else the project's
+    (`rubric:` in `.santa/config.yaml`), else `base`, for `santa validate` and
+    `santa gate` alike. Judging against none would let a PASS review of
+    invented criteria count: validate would call it valid, and two of them
+    would be NICE.
+
+    The common case (no flag, no config, no project rubric named `base`) is
+    answered without reading YAML (core/base_rubric.py): PyYAML alone would
+    double a cold `santa validate`.
+    """
+    import os
+
+    from santa_method.state.paths import santa_home
+
     if value is None:
-        return None
+        home = santa_home()
+        if not os.path.lexists(os.path.join(home, "config.yaml")):
+            shadowed = any(
+                os.path.lexists(os.path.join(home, "rubrics", f"base{suffix}"))
+                for suffix in (".yaml", ".yml")
+            )
+            if not shadowed:
+                from santa_method.core.base_rubric import base
+
+                return base()
+            value = "base"
+        else:
+            from santa_method.state.config import load_config
+
+            value = load_config().rubric
     from santa_method.core.rubric import load_rubric
     from santa_method.state.paths import project_rubrics_dir
 
