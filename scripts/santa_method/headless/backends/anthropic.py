@@ -9,12 +9,16 @@ validated with the tolerant one by the loop. Calls are streamed so a large
 `max_tokens` is accepted and so `on_started` can fire when the answer
 begins (--cache-warm). 429/529/5xx are retried by the SDK (`max_retries`,
 honouring `retry-after`); 401 is not, and surfaces at once as BackendError.
+A connection that breaks after the reply began (a proxy or the server
+closing it mid-stream) is past the SDK's retries, so `_call` sends the
+call again itself, as often as the SDK would have.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 from collections.abc import Iterator
@@ -104,10 +108,39 @@ def unreadable_reply() -> Iterator[None]:
     try:
         yield
     except _UNREADABLE as exc:
-        detail = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
         raise BackendError(
-            f"the Anthropic API sent a reply that cannot be read ({type(exc).__name__}: {detail})"
+            f"the Anthropic API sent a reply that cannot be read ({_detail(exc)})"
         ) from None
+
+
+#: Seconds before the first new try after a cut reply (doubled each time,
+#: as the SDK's own retries wait).
+CUT_RETRY_DELAY = 0.5
+
+
+class ReplyCut(BackendError):
+    """The connection broke after the reply began: the HTTP client's error
+    while the body streams in, which the SDK does not wrap (it wraps only
+    what fails before the reply starts). Sending the call again may work."""
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client's errors for a body that stopped arriving or cannot be
+    decoded, from whichever client the installed SDK uses (httpx2, or httpx
+    before it)."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found += [module.TransportError, module.DecodingError]
+    return tuple(found)
+
+
+def _detail(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
+    return f"{type(exc).__name__}: {text}"
 
 
 def _check_finished(message: Any) -> None:
@@ -204,8 +237,13 @@ class AnthropicBackend:
         """Map the SDK's errors to one BackendError sentence each (shared with the batch backend)."""
         import anthropic
 
+        cut = _transport_errors()
         try:
             yield
+        except cut as exc:
+            raise ReplyCut(
+                f"the connection to the Anthropic API broke before its reply ended ({_detail(exc)})"
+            ) from None
         except anthropic.AuthenticationError:
             raise BackendError(
                 "the Anthropic API refused the credentials (401): check ANTHROPIC_API_KEY"
@@ -242,15 +280,25 @@ class AnthropicBackend:
 
     async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
         client = self._client_for(timeout)
-        with self._api_errors(client, timeout), unreadable_reply():
-            async with client.messages.stream(**params) as stream:
-                started = False
-                async for _event in stream:
-                    if not started:
-                        started = True
-                        if request is not None and request.on_started is not None:
-                            request.on_started()
-                return await stream.get_final_message()
+        started = False
+        tries = self.max_retries + 1
+        attempt = 0
+        while True:
+            try:
+                with self._api_errors(client, timeout), unreadable_reply():
+                    async with client.messages.stream(**params) as stream:
+                        async for _event in stream:
+                            if not started:
+                                started = True
+                                if request is not None and request.on_started is not None:
+                                    request.on_started()
+                        return await stream.get_final_message()
+            except ReplyCut as exc:
+                attempt += 1
+                if attempt == tries:
+                    times = "once" if tries == 1 else f"on each of {tries} tries"
+                    raise ReplyCut(f"{exc}, {times}") from None
+            await asyncio.sleep(CUT_RETRY_DELAY * 2 ** (attempt - 1))
 
     def _review_params(self, request: ReviewRequest) -> dict[str, Any]:
         """The Messages API parameters of one reviewer call (no `stream`: the

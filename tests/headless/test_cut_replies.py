@@ -1,0 +1,128 @@
+"""A reply whose connection breaks after it began (issue 11, item 8).
+
+The server sends the start of the reply, declares a longer body than it
+sends, and closes the connection: the HTTP client raises its own error
+while the body streams in, which the SDK does not wrap. That is a backend
+failure like any other connection error: the call is sent again (as the
+SDK retries a connection that fails before the reply), and when every try
+is cut, exit 3 with the reason, never "internal error", never NICE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e.stub_server import REVIEWER, StubServer, _sse_events
+from santa_method.cli import main
+from santa_method.core.errors import BackendError
+from santa_method.core.schema import strict_schema
+from santa_method.headless import verify_sync
+from santa_method.headless.api import VerifyOptions
+from santa_method.headless.backends import anthropic as anthropic_backend
+from santa_method.headless.backends.anthropic import AnthropicBackend
+from santa_method.headless.backends.base import ReviewRequest
+from santa_method.state import log as runlog
+
+from .conftest import CRITERIA, pass_reply
+
+pytestmark = pytest.mark.timeout(60)
+
+SPEC = "A README with the release year and a License section."
+
+
+def cut_streams(monkeypatch: pytest.MonkeyPatch, count: int | None = None) -> None:
+    """The next `count` event streams (all of them when None) end after
+    `message_start`, on a body that declared itself longer, and no new try
+    waits."""
+    monkeypatch.setattr(anthropic_backend, "CUT_RETRY_DELAY", 0.0)
+    real = StubServer._send_stream
+    left = [count]
+    lock = threading.Lock()
+
+    def send(
+        self: StubServer, handler: Any, record: Any, message: dict[str, Any], delay: float
+    ) -> None:
+        with lock:
+            cut = left[0] is None or left[0] > 0
+            if left[0] is not None and cut:
+                left[0] -= 1
+        if not cut:
+            return real(self, handler, record, message, delay)
+        head, tail = _sse_events(message)
+        record.status = 200
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Content-Length", str(len(head) + len(tail)))
+        handler.end_headers()
+        handler.wfile.write(head)
+        handler.wfile.flush()
+        handler.close_connection = True
+        handler.connection.shutdown(socket.SHUT_RDWR)
+        return None
+
+    monkeypatch.setattr(StubServer, "_send_stream", send)
+
+
+def test_a_reply_cut_on_every_try_is_exit_3_with_the_reason(
+    stub_server, project: Path, target: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = stub_server({REVIEWER: pass_reply()})
+    cut_streams(monkeypatch)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    code = main(["run", "--against", str(target), "--spec-text", SPEC, "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 3, err
+    assert "broke before its reply ended" in err and "on each of 3 tries" in err
+    assert "internal error" not in err and "Traceback" not in err
+    assert "NICE" not in out
+    records = runlog.read(project / ".santa" / "log.jsonl").records
+    assert not [r for r in records if r["event"] == "ship"]
+
+
+def test_a_reply_cut_once_is_sent_again_and_judged(
+    stub_server, project: Path, target: Path, monkeypatch
+) -> None:
+    server = stub_server({REVIEWER: pass_reply()})
+    cut_streams(monkeypatch, count=1)
+    backend = AnthropicBackend(base_url=server.base_url, api_key="test")
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend))
+    assert result.verdict == "NICE"
+    assert len(server.requests_for(REVIEWER)) == 3  # 2 reviewers, one of them twice
+
+
+def review_once(backend: AnthropicBackend) -> None:
+    request = ReviewRequest(
+        prefix="Instructions, the rubric and the spec.\n",
+        round_part="The output.\nsanta-canary: abc123",
+        schema=strict_schema(CRITERIA),
+        model="sonnet",
+        label="B",
+    )
+
+    async def call() -> None:
+        try:
+            await backend.review(request)
+        finally:
+            await backend.aclose()
+
+    asyncio.run(call())
+
+
+@pytest.mark.parametrize("retries", [0, 1, 2])
+def test_a_call_is_tried_once_more_than_it_may_be_retried(
+    stub_server, monkeypatch, retries: int
+) -> None:
+    server = stub_server({REVIEWER: pass_reply()})
+    cut_streams(monkeypatch)
+    backend = AnthropicBackend(base_url=server.base_url, api_key="test", max_retries=retries)
+    times = "once" if retries == 0 else f"on each of {retries + 1} tries"
+    with pytest.raises(BackendError, match=f"broke before its reply ended.*, {times}$"):
+        review_once(backend)
+    assert len(server.requests_for(REVIEWER)) == retries + 1
