@@ -129,11 +129,13 @@ def test_a_batch_that_cannot_start_leaves_no_batch(project: Path) -> None:
     proc = santa(project, "batch", "items", "--spec-text", "Has a title.", "--quiet")
     assert proc.returncode == 3, proc.stderr
     assert "the anthropic backend cannot start: no credentials" in proc.stderr
+    assert "--resume" not in proc.stderr  # there is no batch to resume
     proc = santa(
         project, "batch", "items", "--spec-text", "x", "--backend", "anthropic-batch", "--quiet"
     )
     assert proc.returncode == 3, proc.stderr
     assert "the anthropic-batch backend cannot start: no credentials" in proc.stderr
+    assert "--resume" not in proc.stderr
     nothing_left(project)
     assert metrics(project)["total"] == 0
 

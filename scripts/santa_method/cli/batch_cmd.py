@@ -19,7 +19,7 @@ from santa_method.cli._io import (
 )
 from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
 from santa_method.core import numbers
-from santa_method.core.errors import BackendError, InputError
+from santa_method.core.errors import BackendError, InputError, StartError
 
 DESCRIPTION = """\
 Verify a batch of outputs by sampling (Pattern C). A sample is drawn (the
@@ -400,6 +400,8 @@ def run(args: argparse.Namespace) -> int:
                 on_event=progress,
             ),
         )
+    except StartError:
+        raise  # nothing was opened: there is no batch to resume
     except BackendError as exc:
         progress.close()
         raise BackendError(

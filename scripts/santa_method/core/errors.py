@@ -36,3 +36,11 @@ class BackendError(SantaError):
     def __init__(self, message: str, *, transient: bool = True) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+class StartError(BackendError):
+    """A backend that cannot start (no key, no package, no login), found
+    before anything was opened: exit 3, with no run or batch to resume."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core import numbers
-from santa_method.core.errors import InputError
+from santa_method.core.errors import BackendError, InputError, StartError
 from santa_method.core.types import Rubric
 from santa_method.headless import options as options_
 from santa_method.headless.backends.base import (
@@ -86,9 +86,14 @@ async def _require_backend(backend: str | Backend, name: str, options: dict[str,
         await require_prerequisites(backend)
         return
     base = "anthropic" if backend == "anthropic-batch" else backend
-    probe = resolve_backend(
-        base, **{k: v for k, v in options.items() if k not in _BATCH_ONLY_OPTIONS}
-    )
+    try:
+        probe = resolve_backend(
+            base, **{k: v for k, v in options.items() if k not in _BATCH_ONLY_OPTIONS}
+        )
+    except StartError:
+        raise
+    except BackendError as exc:
+        raise StartError(str(exc)) from None
     await require_prerequisites(probe, name)
 
 

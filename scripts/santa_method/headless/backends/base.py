@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from santa_method.core.errors import BackendError
+from santa_method.core.errors import BackendError, StartError
 
 __all__ = [
     "Backend",
@@ -189,10 +189,8 @@ async def missing_prerequisites(backend: Any) -> list[str]:
 
 
 async def require_prerequisites(backend: Any, name: str | None = None) -> None:
-    """Refuse to start (BackendError, exit 3) naming every missing prerequisite at once."""
+    """Refuse to start (StartError, exit 3) naming every missing prerequisite at once."""
     missing = await missing_prerequisites(backend)
     if missing:
         name = name or getattr(backend, "name", "custom")
-        raise BackendError(
-            f"the {name} backend cannot start: " + "; ".join(missing), transient=False
-        )
+        raise StartError(f"the {name} backend cannot start: " + "; ".join(missing))
