@@ -585,3 +585,8 @@ def test_an_excluded_id_that_matches_no_item_is_warned_about(tmp_path: Path) -> 
     assert done.returncode == 0
     assert json.loads(done.stdout)["population"] == 4
     assert "1 excluded id(s) match no item: nope" in done.stderr
+
+
+def test_a_batch_of_one_item_is_said_in_the_singular() -> None:
+    assert make_plan(ids(1), seed=7).statement().startswith("1 of 1 item (")
+    assert make_plan(ids(2), seed=7).statement().startswith("2 of 2 items (")

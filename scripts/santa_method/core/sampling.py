@@ -450,7 +450,7 @@ class Plan:
         """One sentence: the plan and its guarantee, e.g. '57 of 1000 items: a defect ...'."""
         if self.population == 0:
             return "0 of 0 items: the batch is empty, there is nothing to sample"
-        head = f"{self.n} of {self.population} items"
+        head = f"{self.n} of {self.population} {'item' if self.population == 1 else 'items'}"
         if self.method == "flat":
             head += f" (flat {percent(self.rate or 0)} %, at least {self.minimum})"
         defect = f"a defect in {percent(self.prevalence)} % of items"
