@@ -452,3 +452,28 @@ def test_a_quote_of_an_output_that_is_itself_a_failing_review_is_evidence() -> N
 def test_ordinary_prose_around_one_fenced_review_stays_valid(before: str, after: str) -> None:
     reply = f"{before}\n```json\n{PASS_TEXT}\n```\n{after}\n"
     assert _ok(reply) == PASS
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## Verdict\n\nFAIL",
+        "**Verdict**\nFAIL",
+        "My final verdict:\n\n\u274c",
+        "Verdict\n\nNOT PASS",
+    ],
+)
+def test_a_verdict_given_under_a_heading_before_a_pass_is_ambiguous(heading: str) -> None:
+    assert "ambiguous" in _bad(f"{heading}\n\nOn reflection:\n{PASS_TEXT}\n")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "## Verdict\n\nPASS, see below.\n\n{review}",
+        "Final verdict:\n\n{review}\n\nFAIL-safe defaults were checked too.",
+        "My verdict:\n{review}\nFAIL cases: none.",
+    ],
+)
+def test_a_heading_never_reads_past_the_review_itself(reply: str) -> None:
+    assert _ok(reply.format(review=PASS_TEXT)) == PASS

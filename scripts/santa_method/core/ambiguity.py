@@ -15,8 +15,8 @@ for in two ways, both fail-closed:
 - Text. Outside the final review the text is searched for a verdict, a
   result, or a criterion of the final review given a result, written in any
   notation a reviewer drafts in (JSON, a Python or Ruby dict, YAML with
-  tags, anchors or block scalars, TOML, Markdown keys and tables, XML tags,
-  `Verdict: ❌ FAIL`), after decoding what hides letters: escapes
+  tags, anchors or block scalars, TOML, Markdown keys, tables and headings,
+  XML tags, `Verdict: ❌ FAIL`), after decoding what hides letters: escapes
   (`\\u0041`, `\\U00000041`, `\\x41`, `\\101`, `\\"`), HTML entities,
   compatibility forms (NFKC), invisible characters (`F\\u200bAIL`) and
   struck-out text (`~~PASS~~`).
@@ -99,6 +99,22 @@ _VALUE = (
 """
 )
 _FLAGS = re.IGNORECASE | re.VERBOSE
+# A verdict as a heading or a line of its own, its value on a later line
+# after blank ones ("## Verdict" then "FAIL"): only PASS, FAIL, a negated
+# pass or a mark count there, as any other word is the prose that follows.
+_HEADING = re.compile(
+    r"""
+    ^[ \t]*(?:\#{1,6}[ \t]*)?[*_`]*(?:[\w'-]+[ \t]+){0,3}[\w-]*verdict[\w-]*[*_`]*[ \t]*:?[ \t]*\n
+    (?:[ \t]*\n)*[ \t]*[*_`]{0,2}
+    (?:(?P<negated>(?:not|no|non|never)[ \t-]+(?:a[ \t]+)?pass\w*)
+      |(?:[^\w\s"'`*]{1,3}[ \t]*)?(?P<word>PASS|FAIL)\b
+      |(?P<mark>["""
+    + _PASS_MARKS
+    + _FAIL_MARKS
+    + r"""]))
+    """,
+    re.IGNORECASE | re.VERBOSE | re.MULTILINE,
+)
 _VERDICT = re.compile(_KEY.format(name=r"[\w-]*verdict[\w-]*") + _VALUE, _FLAGS)
 _RESULT = re.compile(_KEY.format(name=r"[\w-]*result") + _VALUE, _FLAGS)
 _MENTION = re.compile(r"verdict|result", re.IGNORECASE)
@@ -129,7 +145,8 @@ def disagreement(
         return None  # not a review at all: the schema says what is missing
     verdict = _norm(final["verdict"])
     results = _results_of(final)
-    outside = _readable(text[: span[0]] + "\n" + text[span[1] :])
+    before, after = _readable(text[: span[0]]), _readable(text[span[1] :])
+    outside = before + "\n" + after
     claims = list(_inside(final))
     for value in others:
         claims += _claims(value, None, decode_strings=True)
@@ -139,6 +156,8 @@ def disagreement(
         # word is a draft's entry.
         claims += _claims(value, None, decode_strings=True, loose=True)
     claims += _text_claims(outside, tuple(results)[:_MAX_CRITERIA])
+    for part in (before, after):  # apart: a heading's value never reaches past the review
+        claims += [("verdict", None, _heading_value(m)) for m in _HEADING.finditer(part)]
     for kind, criterion, value in claims:
         if kind == "verdict" and value != verdict:
             return _ambiguous(f"a verdict of {value} besides {verdict}")
@@ -291,6 +310,12 @@ def _value(match: re.Match[str], *, bare: bool) -> str | None:
         return _norm(found)
     word = _norm(match.group("bare"))
     return word if bare or word in ("PASS", "FAIL") else None
+
+
+def _heading_value(match: re.Match[str]) -> str:
+    if match.group("negated") is not None:
+        return "FAIL"
+    return _norm(match.group("word") or match.group("mark"))
 
 
 @functools.lru_cache(maxsize=64)
