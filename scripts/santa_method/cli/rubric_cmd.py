@@ -11,8 +11,9 @@ from santa_method.cli._io import echo
 
 _RESOLUTION = (
     "Rubric names resolve in the project's .santa/rubrics/NAME.yaml first, then among the "
-    "packaged rubrics (base, code, content, regulated); a value with a '/' or a .yaml/.yml "
-    "ending is a path. Join names with '+' to combine rubrics in order (code+regulated); "
+    "packaged rubrics (base, code, content, regulated); a value with a '/' or a .yaml, .yml "
+    "or .json ending is a path, and so is any other that is not a rubric name but names a "
+    "file or folder that exists. Join names with '+' to combine rubrics in order (code+regulated); "
     "criteria inherited twice, such as base, appear once."
 )
 
@@ -116,7 +117,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from santa_method.core.rubric import SUFFIXES, lint_report
+    from santa_method.core.rubric import lint_report, names_a_file
 
     target: str | Path
     if args.file == "-":
@@ -126,8 +127,7 @@ def _lint(args: argparse.Namespace) -> int:
         target = read_text("-", "rubric", MAX_RUBRIC_BYTES)
         if "\n" not in target:
             target += "\n"  # one-line YAML must not be taken for a path
-    elif os.path.lexists(args.file) or "/" in args.file or args.file.endswith(SUFFIXES):
-        # lexists: a broken link or a symlink loop is a file to name, not a rubric name.
+    elif names_a_file(args.file, _search_dirs()):  # the rule --rubric follows
         target = Path(args.file)
     else:
         target = _named_file(args.file)

@@ -7,7 +7,7 @@ can never be loaded for a review, and one that it accepts always can.
 Names resolve in the project's `.santa/rubrics/` first, then among the
 packaged rubrics, so a project can shadow a packaged rubric (a project
 `base.yaml` may even extend the packaged `base`: a file never resolves a
-name to itself). A value with a `/` or a `.yaml`/`.yml` ending is a path.
+name to itself). Which values are files and which are names: `names_a_file`.
 `code+regulated` combines rubrics in order; a criterion inherited twice
 from the same file (both extend `base`) is kept once, while the same id
 coming from two different files is an error, because reviewers must report
@@ -382,8 +382,31 @@ def _merge(
     return merged, errors
 
 
+#: Endings that make a `--rubric` value a file whatever else it is (JSON is YAML too).
+FILE_SUFFIXES = (*SUFFIXES, ".json")
+
+
 def _looks_like_path(ref: str) -> bool:
-    return "/" in ref or os.sep in ref or ref.endswith(SUFFIXES)
+    return "/" in ref or os.sep in ref or ref.endswith(FILE_SUFFIXES)
+
+
+def names_a_file(
+    ref: str,
+    search_dirs: Sequence[str | os.PathLike[str]] = (),
+    base_dir: str | os.PathLike[str] | None = None,
+) -> bool:
+    """Is a rubric reference a file to read, rather than a rubric's name?
+
+    The one rule for every `--rubric`, `rubric:` and `extend` (and for
+    `santa rubric lint`): a value with a `/` or a .yaml/.yml/.json ending is
+    a file; so is any other value that is not a rubric name (project or
+    packaged) but names something that exists (from `base_dir`, else the
+    current folder), so `myr.json` is read and `adir` is called a directory.
+    A rubric name wins over a file of that bare name (a project's `code/`
+    folder does not hide the `code` rubric). What is neither is an unknown
+    rubric, and the error lists the names there are.
+    """
+    return _Resolver(search_dirs).names_a_file(ref, None if base_dir is None else Path(base_dir))
 
 
 def _packaged_dir() -> Path:
@@ -414,8 +437,23 @@ class _Resolver:
                 names.update(p.stem for p in folder.iterdir() if p.suffix in SUFFIXES)
         return sorted(names)
 
-    def find(self, ref: str, base_dir: Path | None = None, exclude: Path | None = None) -> Path:
+    def is_name(self, ref: str) -> bool:
+        """A rubric of that name is in a search folder (readable or not)."""
+        return bool(_RUBRIC_NAME.match(ref)) and any(
+            os.path.lexists(folder / f"{ref}{suffix}")
+            for folder, _ in self.dirs
+            for suffix in SUFFIXES
+        )
+
+    def names_a_file(self, ref: str, base_dir: Path | None = None) -> bool:
+        """See the module's `names_a_file`."""
         if _looks_like_path(ref):
+            return True
+        here = base_dir / ref if base_dir is not None else Path(ref)
+        return not self.is_name(ref) and os.path.lexists(here)
+
+    def find(self, ref: str, base_dir: Path | None = None, exclude: Path | None = None) -> Path:
+        if self.names_a_file(ref, base_dir):
             path = Path(ref).expanduser()
             if not path.is_absolute() and base_dir is not None:
                 path = base_dir / path
@@ -424,7 +462,9 @@ class _Resolver:
             check_file(path, "rubric", MAX_RUBRIC_BYTES)  # a loop, a folder, a FIFO, too big
             return path.resolve()
         if not _RUBRIC_NAME.match(ref):
-            raise InputError(f"'{ref}' is neither a rubric name nor a path to a .yaml file")
+            raise InputError(
+                f"'{ref}' is neither a rubric name nor a path to a .yaml, .yml or .json file"
+            )
         skipped_self = False
         for folder, source in self.dirs:
             for suffix in SUFFIXES:
@@ -441,9 +481,6 @@ class _Resolver:
                     self.labels.setdefault(str(resolved), f"'{ref}'")
                 return resolved
         hint = " (a rubric cannot extend itself)" if skipped_self else ""
-        if not skipped_self and (os.path.islink(ref) or path_kind(ref) == "other"):
-            # A link or a FIFO by that name here: say what is wrong with it.
-            check_file(ref, "rubric", MAX_RUBRIC_BYTES)
         known = ", ".join(self.known_names()) or "none"
         raise InputError(f"unknown rubric '{ref}'{hint}; known rubrics: {known}")
 
@@ -528,7 +565,7 @@ def load_rubric(
         path = resolver.find(part)
         groups.append(resolver.flatten(path))
         doc = resolver.doc(path)
-        names.append((doc.name or path.stem) if _looks_like_path(part) else part)
+        names.append((doc.name or path.stem) if resolver.names_a_file(part) else part)
     merged, errors = _merge(groups, resolver.label)
     if errors:
         raise InputError(errors[0])
@@ -611,7 +648,7 @@ def lint_report(
 ) -> LintReport:
     """Check a rubric file (or YAML text) against every rule, collecting all problems.
 
-    A path-like value, or a one-line string ending in .yaml/.yml or holding a
+    A path-like value, or a one-line string ending in .yaml/.yml/.json or holding a
     `/`, is read as a file (unreadable: InputError); any other string is the
     YAML itself. `extend`s are resolved like `load_rubric` does, so unknown
     parents, cycles and ids duplicated through inheritance are reported too.
