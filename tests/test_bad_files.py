@@ -367,3 +367,29 @@ def test_a_log_to_write_that_is_not_a_file_is_refused_before_anything_runs(
     code = main(["round", "start", "--against", "out.md", "--spec-text", "x", "--log", str(log)])
     assert "log" in one_sentence(capsys, code)
     assert not (project / ".santa" / "runs").exists()
+
+
+def _sparse(path: Path, mb: int) -> None:
+    with open(path, "wb") as handle:  # sparse: that long, nothing written
+        handle.truncate(mb * 1024 * 1024)
+
+
+def test_a_config_too_big_is_named_in_a_sentence(project: Path, capsys) -> None:
+    _sparse(project / ".santa" / "config.yaml", 286)
+    sentence = one_sentence(capsys, main(["gate", "b.json", "c.json"]))
+    assert "config.yaml" in sentence and "286 MB" in sentence and "1 MB" in sentence
+    assert "reads as the config" in sentence and "a the" not in sentence
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["gate", "b.json", "c.json", "--against", "big"], "an output"),
+        (["gate", "big", "c.json"], "a review"),
+        (["rubric", "lint", "big"], "a rubric"),
+    ],
+)
+def test_a_file_too_big_says_what_it_was_read_as(project: Path, capsys, args, what) -> None:
+    _sparse(project / "big", 65)
+    sentence = one_sentence(capsys, main(args))
+    assert "65 MB" in sentence and f"santa reads as {what}" in sentence

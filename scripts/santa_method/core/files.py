@@ -47,9 +47,16 @@ def _readable(info: os.stat_result, path: str | os.PathLike[str], what: str, max
     if info.st_size > max_bytes:
         raise InputError(
             f"cannot read {what} '{path}': it is {_size(info.st_size)}, more than the "
-            f"{_size(max_bytes)} santa reads as a {what}"
+            f"{_size(max_bytes)} santa reads as {_a(what)}"
         )
     return info.st_size
+
+
+def _a(what: str) -> str:
+    """`what` with its article: "a review", "an output", "the config" as it is."""
+    if what.startswith(("the ", "a ", "an ")):
+        return what
+    return ("an " if what[:1] in "aeiou" else "a ") + what
 
 
 def read_text(path: str | os.PathLike[str], what: str = "file", max_bytes: int = MAX_BYTES) -> str:
