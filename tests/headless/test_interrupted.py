@@ -21,7 +21,7 @@ import pytest
 
 from e2e.stub_server import REVIEWER
 from santa_method.cli import main
-from santa_method.core.errors import InputError
+from santa_method.core.errors import BackendError, InputError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.state import log as runlog
@@ -275,3 +275,21 @@ def test_closing_a_run_without_state_keeps_what_is_not_a_temporary(project, caps
     assert main(["log", "escalate", "--run", run_id]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in folder.iterdir()) == ["spec.md"]
+
+
+def test_a_run_escalated_by_the_api_in_round_2_hands_out_no_instruction(project, target, capsys):
+    # Round 1 fails the year, the fixer fixes it, round 2's reviewers fail
+    # for good: the run ends escalated with round 2 never gated.
+    broken = BackendError("the API refused the request", transient=False)
+    with pytest.raises(BackendError):
+        verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(fail_after_fix=broken)))
+    (run_id,) = runs.list_run_ids()
+    assert runs.load(run_id)["status"] == "escalated"
+    capsys.readouterr()
+    assert main(["runs", "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "give each reviewer" not in shown and "round 2 is open" not in shown
+    assert "escalated in round 2" in shown and "the API refused" in shown
+    assert main(["round", "status", "--run", run_id, "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["instruction"] is None and status["round_open"] is False

@@ -67,6 +67,9 @@ def _print_open_round(run_id: str) -> None:
         # No reviewer is waiting for an instruction: its process is gone.
         echo(_interrupted_line(standing))
         return
+    if state.status != "open":  # no reviewer is waiting: say how it ended instead
+        echo(_closed_line(run_id, state))
+        return
     if info["instruction"]:
         echo(f"round {info['round']} is open; give each reviewer exactly this instruction:")
         echo(info["instruction"])
@@ -115,6 +118,18 @@ def run(args: argparse.Namespace) -> int:
             if r["outcome"] == "interrupted":
                 echo(_interrupted_line(r))
     return 0
+
+
+def _closed_line(run_id: str, state: Any) -> str:
+    """How a shipped or escalated run ended: nothing is handed out for it any more."""
+    if state.status == "escalated":
+        esc = state.escalation
+        why = f" in round {esc.round}: {'; '.join(esc.reasons)}" if esc is not None else ""
+        return (
+            f"run {run_id} is closed: escalated{why}; no round is open "
+            f"(the report: santa report {run_id})"
+        )
+    return f"run {run_id} is closed: {state.status} after round {state.rounds[-1].round}"
 
 
 def _interrupted_line(row: dict[str, Any]) -> str:

@@ -362,12 +362,14 @@ def describe(run_id: str) -> dict[str, Any]:
         "target": target_name(state.target),
         "source": state.source,
         "round": current.round,
-        "round_open": current.open,
+        # A closed run's last round may never have been gated (the API
+        # failed, the budget ran out): it waits for no reviewer.
+        "round_open": current.open and state.status == "open",
         "rereviews": current.rereviews,
         "filled_slots": filled,
-        "open_slots": empty if current.open else [],
+        "open_slots": empty if current.open and state.status == "open" else [],
         "last_gate": None if last is None else last.to_json(),
-        "instruction": current.instruction if current.open else None,
+        "instruction": current.instruction if current.open and state.status == "open" else None,
         "fixer_instruction": state.fixer.instruction if state.fixer is not None else None,
         "next_step": step,
     }
