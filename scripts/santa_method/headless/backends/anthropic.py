@@ -124,6 +124,11 @@ class ReplyCut(BackendError):
     what fails before the reply starts). Sending the call again may work."""
 
 
+def on_tries(tries: int) -> str:
+    """'once', 'on each of 3 tries': how often a cut call was sent."""
+    return "once" if tries == 1 else f"on each of {tries} tries"
+
+
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """The HTTP client's errors for a body that stopped arriving or cannot be
     decoded, from whichever client the installed SDK uses (httpx2, or httpx
@@ -296,8 +301,7 @@ class AnthropicBackend:
             except ReplyCut as exc:
                 attempt += 1
                 if attempt == tries:
-                    times = "once" if tries == 1 else f"on each of {tries} tries"
-                    raise ReplyCut(f"{exc}, {times}") from None
+                    raise ReplyCut(f"{exc}, {on_tries(tries)}") from None
             await asyncio.sleep(CUT_RETRY_DELAY * 2 ** (attempt - 1))
 
     def _review_params(self, request: ReviewRequest) -> dict[str, Any]:

@@ -67,8 +67,9 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
+from santa_method.headless.backends import anthropic as messages_api
 from santa_method.headless.backends import prices
-from santa_method.headless.backends.anthropic import AnthropicBackend
+from santa_method.headless.backends.anthropic import AnthropicBackend, ReplyCut, on_tries
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -364,7 +365,27 @@ class AnthropicBatchBackend(AnthropicBackend):
             if batch.processing_status == "ended":
                 break
             await asyncio.sleep(self.poll_interval)
-        await self._collect(client, batch_id, record)
+        await self._collect_all(client, batch_id, record)
+
+    async def _collect_all(self, client: Any, batch_id: str, record: dict[str, Any]) -> None:
+        """The results, downloaded again when the connection breaks before they
+        end (as often as the SDK retries a failed call): what arrived before
+        the break is kept, and a result is recorded once however often it comes.
+        Every try cut is a BackendError, and the batch stays resumable."""
+        tries = self.max_retries + 1
+        attempt = 0
+        while True:
+            try:
+                await self._collect(client, batch_id, record)
+                return
+            except ReplyCut as exc:
+                attempt += 1
+                if attempt == tries:
+                    raise ReplyCut(
+                        f"{exc} while sending the results of Message Batch {batch_id}, "
+                        f"{on_tries(tries)}"
+                    ) from None
+            await asyncio.sleep(messages_api.CUT_RETRY_DELAY * 2 ** (attempt - 1))
 
     async def _collect(self, client: Any, batch_id: str, record: dict[str, Any]) -> None:
         wanted = set(record["custom_ids"])
