@@ -52,5 +52,10 @@ BROKEN.update(
         "negative-usage": ("text/event-stream", _whole_stream(b"-10000000")),
         "fractional-usage": ("text/event-stream", _whole_stream(b"1.5")),
         "huge-usage": ("text/event-stream", _whole_stream(b"10000000000000000000")),
+        # Usage no count can be read from would count as 0 and under-count the cost.
+        "nan-usage": ("text/event-stream", _whole_stream(b"NaN")),
+        "infinite-usage": ("text/event-stream", _whole_stream(b"Infinity")),
+        "null-usage": ("text/event-stream", _whole_stream(b"null")),
+        "text-usage": ("text/event-stream", _whole_stream(b'"lots"')),
     }
 )

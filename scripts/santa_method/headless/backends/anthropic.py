@@ -67,12 +67,18 @@ FIX_TAIL = (
 CACHE = {"type": "ephemeral"}
 
 
+#: Counts every reply has; the cache counts are absent when nothing was cached.
+_REQUIRED = ("input_tokens", "output_tokens")
+
+
 def _tokens(usage: Any) -> Tokens:
     """The reply's usage, each count a whole number in range: a negative or
     fractional count would make a negative cost, which turns a budget off,
+    and a missing one (or NaN or infinity, which the SDK's JSON view of a
+    batch result turns into null) would count as 0 and under-count the cost,
     so a reply that says one cannot be read (exit 3), before it is counted."""
     if usage is None:
-        return Tokens()
+        raise BackendError("the API's reply cannot be read: it has no usage")
     return Tokens(
         *(
             _count(getattr(usage, key, None), key)
@@ -88,6 +94,8 @@ def _tokens(usage: Any) -> Tokens:
 
 def _count(value: Any, what: str) -> int:
     if value is None:
+        if what in _REQUIRED:
+            raise BackendError(f"the API's reply cannot be read: usage {what} is missing")
         return 0
     try:
         return int(numbers.TOKENS.check(value, f"usage {what}"))
