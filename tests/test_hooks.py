@@ -784,3 +784,54 @@ def test_a_crashing_stop_hook_blocks_once_instead_of_letting_the_reply_through(
         text=True,
     )
     assert again.returncode == 0 and again.stdout.strip() == ""
+
+
+# --- input no parser can read is answered like input that is not JSON ------------
+
+DEEP = {"arrays": "[" * 100_000 + "]" * 100_000, "objects": '{"a":' * 100_000 + "1" + "}" * 100_000}
+
+
+def _unreadable_answer(name: str) -> str:
+    from santa_method.claude_code.protocol import answer_text, fail_closed
+
+    return answer_text(fail_closed(name, None, "santa-method could not read the hook input"))
+
+
+@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize("nesting", sorted(DEEP))
+@pytest.mark.parametrize("name", ["pretooluse-agent", "pretooluse-guard", "subagent-stop"])
+def test_hook_input_nested_too_deep_gets_the_unreadable_input_answer(
+    tmp_path: Path, name: str, nesting: str, launcher: str
+) -> None:
+    # The help says "Always exits 0": a RecursionError in the parser is input
+    # that cannot be read, answered in the hook protocol, never a crash.
+    cmd = [SANTA] if launcher == "santa" else [BIN_SANTA]
+    env = {**hook_env(tmp_path), "SANTA_PYTHON": sys.executable}
+    done = subprocess.run(
+        [*cmd, "hook", name],
+        input=DEEP[nesting],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+    assert done.stdout.strip() == _unreadable_answer(name)
+    if name != "subagent-stop":  # an unreadable stop is let through: nothing was stored
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("name", ["pretooluse-agent", "pretooluse-guard", "subagent-stop"])
+def test_a_hook_whose_stdin_cannot_be_read_gets_the_unreadable_input_answer(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from santa_method.cli import main
+
+    for key, value in hook_env(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(sys, "stdin", None)  # closed: `santa hook NAME <&-`
+    assert main(["hook", name]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == _unreadable_answer(name) and "internal error" not in err

@@ -61,14 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return UNAVAILABLE
     if len(args) == 2 and args[0] == "hook":
         from santa_method.claude_code.entry import run
-        from santa_method.claude_code.protocol import HOOK_NAMES
+        from santa_method.claude_code.protocol import HOOK_NAMES, read_input
 
         if args[1] in HOOK_NAMES:
             if args[1] != GUARD:
                 _site()
                 if check and missing_dependencies():
                     return UNAVAILABLE
-            out = run(args[1], sys.stdin.read())
+            out = run(args[1], read_input())
             if out:
                 print(out)
             return 0

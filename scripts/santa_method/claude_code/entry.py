@@ -9,8 +9,9 @@ from __future__ import annotations
 from santa_method.claude_code.protocol import answer, answer_text, fail_closed, read_event
 
 
-def run(hook: str, raw: str) -> str:
-    """Run hook `hook` on Claude Code's input and return what to print; never raises.
+def run(hook: str, raw: str | None) -> str:
+    """Run hook `hook` on Claude Code's input (None: stdin could not be read)
+    and return what to print; never raises.
 
     The handlers are imported here, not at the top, so that a helper whose
     hook code cannot even be imported still answers in the protocol. The

@@ -299,6 +299,6 @@ HANDLERS = {
 }
 
 
-def run_hook(name: str, raw: str) -> str:
+def run_hook(name: str, raw: str | None) -> str:
     """Run hook `name` on Claude Code's JSON input; return what to print."""
     return answer(name, HANDLERS[name], raw)

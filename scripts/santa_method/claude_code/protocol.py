@@ -87,11 +87,26 @@ def block(reason: str) -> dict[str, Any]:
     return {"decision": "block", "reason": reason}
 
 
-def read_event(raw: str) -> dict[str, Any] | None:
-    """Claude Code's hook input as an object, or None when it is not one."""
+def read_input() -> str | None:
+    """The hook input on stdin, or None when stdin cannot be read (closed,
+    or not text): input that cannot be read is answered like input that is
+    not JSON, never with a crash that would let the call through."""
+    import sys
+
+    try:
+        return sys.stdin.read()
+    except Exception:
+        return None
+
+
+def read_event(raw: str | None) -> dict[str, Any] | None:
+    """Claude Code's hook input as an object, or None when it is not one
+    (nor JSON, nor readable: nested too deep for the parser, say)."""
+    if raw is None:
+        return None
     try:
         event = loads(raw) if raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return event if isinstance(event, dict) else None
 
@@ -124,7 +139,7 @@ def answer_text(answer: Mapping[str, Any] | None) -> str:
     return dumps(answer) if answer is not None else ""
 
 
-def answer(hook: str, handler: Handler, raw: str) -> str:
+def answer(hook: str, handler: Handler, raw: str | None) -> str:
     """What hook `hook` prints for Claude Code's input `raw`, decided by `handler`."""
     event = read_event(raw)
     if event is None:

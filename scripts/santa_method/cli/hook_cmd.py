@@ -8,10 +8,8 @@ decided in one place, `claude_code.protocol.fail_closed`.
 
 from __future__ import annotations
 
-import sys
-
 from santa_method.claude_code.entry import run
-from santa_method.claude_code.protocol import HOOK_EVENTS
+from santa_method.claude_code.protocol import HOOK_EVENTS, read_input
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,7 +54,7 @@ def hooks_listing(handlers: Mapping[str, Callable[..., object] | None]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = run(args.name, sys.stdin.read())
+    out = run(args.name, read_input())
     if out:
         print(out)
     return 0
