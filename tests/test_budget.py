@@ -108,3 +108,8 @@ def test_a_batch_is_accepted_only_within_a_known_budget() -> None:
     unknown = budget.overspent(None, 1.0)
     assert unknown is not None and "unknown" in unknown and "not kept" in unknown
     assert budget.overspent(None, None) is None
+
+
+def test_a_resumed_run_may_spend_what_its_budget_has_left() -> None:
+    assert budget.left(0.75, 2.0) == 1.25
+    assert budget.left(0.0, 2.0) == 2.0

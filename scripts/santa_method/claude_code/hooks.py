@@ -31,6 +31,8 @@ from santa_method.claude_code.protocol import (
     block,
     deny,
     fail_closed,
+    plugin_agent,
+    vendored_agent,
 )
 
 # Also registers the gate's checks of hook-stored replies (state/sources.py).
@@ -109,7 +111,8 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
         role = "reviewer" if is_review_prompt else "fixer"
         return deny(
             f"A santa {role} assignment must go to the santa {role} agent "
-            f"(santa-method:{role}, or santa-{role} when vendored), which has the right tools."
+            f"({plugin_agent(role)}, or {vendored_agent(role)} when vendored), which has the "
+            "right tools."
         )
     return None
 

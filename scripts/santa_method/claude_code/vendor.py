@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method import INSTALL_HINT
-from santa_method.claude_code.protocol import ROLES, vendored_agent
+from santa_method.claude_code.protocol import PLUGIN, ROLES, plugin_agent, vendored_agent
 from santa_method.core.data import plugin_file
 from santa_method.core.errors import InputError
 from santa_method.core.files import (
@@ -65,8 +65,9 @@ def _rename(text: str) -> str:
     """Plugin names to vendored names, agents and slash commands, so the
     copies name only what exists where they are (the plugin's texts name
     only the plugin's)."""
-    text = re.sub(r"/santa-method:(verify|batch|metrics|escape)\b", r"/santa-\1", text)
-    text = re.sub(r"\bsanta-method:(reviewer|fixer)\b", r"santa-\1", text)
+    text = re.sub(rf"/{PLUGIN}:(verify|batch|metrics|escape)\b", r"/santa-\1", text)
+    for role in ROLES:
+        text = re.sub(rf"\b{re.escape(plugin_agent(role))}\b", vendored_agent(role), text)
     return text
 
 

@@ -33,6 +33,12 @@ def spent(cost_usd: float | None, budget_usd: float | None) -> str | None:
     return None
 
 
+def left(cost_usd: float, budget_usd: float) -> float:
+    """What a run may still spend when it is resumed: its budget less what
+    the log says it spent (the resumed loop keeps the budget from there)."""
+    return budget_usd - cost_usd
+
+
 def next_round(
     step: Literal["fix", "rereview"],
     *,

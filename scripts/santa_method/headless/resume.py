@@ -72,7 +72,7 @@ def _budget_left(state: RunState) -> float | None:
             f"run {state.id} has spent ${spent:.4f} of its ${allowed:.2f} budget; close it "
             f"with 'santa log escalate --run {state.id}'"
         )
-    return allowed - spent
+    return budget.left(spent, allowed)
 
 
 async def resume(
