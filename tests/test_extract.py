@@ -477,3 +477,45 @@ def test_a_verdict_given_under_a_heading_before_a_pass_is_ambiguous(heading: str
 )
 def test_a_heading_never_reads_past_the_review_itself(reply: str) -> None:
     assert _ok(reply.format(review=PASS_TEXT)) == PASS
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "prose",
+    [
+        ("a-" * 10_000 + "\n") * 100,
+        ("-" * 200 + "\n") * 10_000,
+        ("verdict:" + " " * 5000) * 399,
+        ("*" * 1000 + "verdict") * 1986,
+        ("verdict" + "-" * 1000 + " ") * 1984,
+        ("## verdict\n\n\n") * 150_000,
+    ],
+    ids=["hyphenated", "rules", "spaces-after-key", "stars-before-key", "dashes-after-key", "headings"],
+)
+def test_long_runs_of_prose_stay_linear(prose: str) -> None:
+    # Each took from 13 s to over 40 s when the key's patterns were unbounded.
+    found = extract_verdict_object(f"{prose}\n```json\n{PASS_TEXT}\n```\n")
+    assert found.obj == PASS or (found.error and "ambiguous" in found.error)
+
+
+@pytest.mark.parametrize(
+    "line", ["Verdict: PASS.", "Verdict: PASS!", "Verdict: PASSED.", "Verdict: Approved.", "verdict: pass."]
+)
+def test_a_verdict_line_ending_in_punctuation_agrees_with_a_pass(line: str) -> None:
+    assert _ok(f"{line}\n\n```json\n{PASS_TEXT}\n```\n\n{line}\n") == PASS
+
+
+@pytest.mark.parametrize(
+    "draft",
+    [
+        "- completeness: FAILED \u2014 missing upgrade section",
+        "Verdict: Rejected \u2014 see below",
+        "- internal consistency: FAIL",
+        "- internal_consistency: FAIL",
+        "Results: FAIL",
+        "Verdict \u21d2 FAIL",
+        "Draft verdict \u2192 FAIL",
+    ],
+)
+def test_more_drafts_before_a_pass_are_ambiguous(draft: str) -> None:
+    assert "ambiguous" in _bad(f"{draft}\n\n{PASS_TEXT}\n")

@@ -72,12 +72,12 @@ _SAYS_FAIL = frozenset(
 # across a line break into what follows, such as the fence that holds the
 # review itself ("Final verdict:" above "```json").
 _KEY = r"""
-    (?<![\w\\])[*_`"':<|]*[ \t]*(?:{name})[*_`"']*
-    (?:[ \t]*\([^)\n]{{0,40}}\))?
-    [ \t]*(?:=>|->|:=|[:=|>\u2013\u2014-])[*_`]{{0,2}}[ \t]*(?:\n[ \t]+)?
+    (?<![\w\\])[*_`"':<|]{{0,4}}[ \t]{{0,4}}(?:{name})[*_`"']{{0,4}}
+    (?:[ \t]{{0,4}}\([^)\n]{{0,40}}\))?
+    [ \t]{{0,8}}(?:=>|->|:=|[:=|>\u2013\u2014\u2192\u21d2-])[*_`]{{0,2}}[ \t]{{0,8}}(?:\n[ \t]{{1,16}})?
     (?:(?:!!?[\w/:.-]*|&[\w-]+)[ \t]+)*
-    (?:[|>][1-9]?[+-]?[1-9]?[ \t]*(?:\#[^\n]*)?\n[ \t]*)?
-    [*_`]{{0,2}}[ \t]*
+    (?:[|>][1-9]?[+-]?[1-9]?[ \t]{{0,8}}(?:\#[^\n]*)?\n[ \t]{{0,16}})?
+    [*_`]{{0,2}}[ \t]{{0,8}}
 """
 # Its value: anything quoted, a YAML alias (whose text lies elsewhere), a
 # negated pass, PASS or FAIL (after a mark such as an emoji) however the
@@ -89,12 +89,12 @@ _VALUE = (
     (?:(?P<q>\"\"\"|'''|["'])(?P<quoted>[^\n]*?)(?P=q)
       |(?P<alias>\*[\w-]+)
       |(?P<negated>(?:not|no|non|never)[ \t-]+(?:a[ \t]+)?pass\w*)
-      |(?:[^\w\s"'`*]{1,3}[ \t]*)?(?P<word>PASS|FAIL)\b
+      |(?:[^\w\s"'`*]{1,3}[ \t]{0,4})?(?P<word>PASS|FAIL)\b
       |(?P<mark>["""
     + _PASS_MARKS
     + _FAIL_MARKS
     + r"""])
-      |(?P<bare>[^\W\d][\w-]*)(?=[ \t]*(?:$|[\r\n,;:.!?)\]}*`'"<>|-]))
+      |(?P<bare>[^\W\d][\w-]{0,40})(?=[ \t]{0,4}(?:$|[\r\n,;:.!?)\]}*`'"<>|\u2013\u2014-]))
     )
 """
 )
@@ -104,10 +104,10 @@ _FLAGS = re.IGNORECASE | re.VERBOSE
 # pass or a mark count there, as any other word is the prose that follows.
 _HEADING = re.compile(
     r"""
-    ^[ \t]*(?:\#{1,6}[ \t]*)?[*_`]*(?:[\w'-]+[ \t]+){0,3}[\w-]*verdict[\w-]*[*_`]*[ \t]*:?[ \t]*\n
-    (?:[ \t]*\n)*[ \t]*[*_`]{0,2}
+    ^[ \t]{0,8}(?:\#{1,6}[ \t]{0,4})?[*_`]{0,4}(?:[\w'-]{1,30}[ \t]{1,4}){0,3}[\w-]{0,30}verdict[\w-]{0,30}[*_`]{0,4}[ \t]{0,4}:?[ \t]{0,8}\n
+    (?:[ \t]{0,16}\n){0,8}[ \t]{0,16}[*_`]{0,2}
     (?:(?P<negated>(?:not|no|non|never)[ \t-]+(?:a[ \t]+)?pass\w*)
-      |(?:[^\w\s"'`*]{1,3}[ \t]*)?(?P<word>PASS|FAIL)\b
+      |(?:[^\w\s"'`*]{1,3}[ \t]{0,4})?(?P<word>PASS|FAIL)\b
       |(?P<mark>["""
     + _PASS_MARKS
     + _FAIL_MARKS
@@ -115,16 +115,18 @@ _HEADING = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
-_VERDICT = re.compile(_KEY.format(name=r"[\w-]*verdict[\w-]*") + _VALUE, _FLAGS)
-_RESULT = re.compile(_KEY.format(name=r"[\w-]*result") + _VALUE, _FLAGS)
+# Bounded everywhere: an unbounded run of word characters or spaces before
+# a key made the search quadratic on text such as "a-a-a-..." or long rules.
+_VERDICT = re.compile(_KEY.format(name=r"[\w-]{0,30}verdict[\w-]{0,30}") + _VALUE, _FLAGS)
+_RESULT = re.compile(_KEY.format(name=r"[\w-]{0,30}results?") + _VALUE, _FLAGS)
 _MENTION = re.compile(r"verdict|result", re.IGNORECASE)
 _FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.DOTALL)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 # Bounds on the structural search outside the final review, so a reply built
 # to be slow stays linear: the text search above still covers what they skip.
-_MAX_REGION = 64 * 1024
-_MAX_REGIONS = 32
+_MAX_REGION = 16 * 1024
+_MAX_REGIONS = 16
 _MAX_DECODED_STRINGS = 64
 _MAX_CRITERIA = 64
 # Where a review's evidence lives: quoted from the output, never a review.
@@ -184,7 +186,7 @@ def _norm(value: Any) -> str:
     word or mark that means PASS or FAIL as that; anything else (a list, a
     number) as its JSON, which matches no verdict."""
     if isinstance(value, str):
-        word = value.strip().strip("*_`").strip().upper()
+        word = value.strip().strip("*_`").strip().rstrip(".!;,").strip().upper()
         if word in _SAYS_PASS:
             return "PASS"
         return "FAIL" if word in _SAYS_FAIL else word
@@ -322,12 +324,18 @@ def _heading_value(match: re.Match[str]) -> str:
 def _criteria_pattern(criteria: tuple[str, ...]) -> re.Pattern[str]:
     """A result given to one of the final review's criteria by name
     (`- completeness: FAIL`, `| completeness | FAIL |`)."""
-    names = "|".join(re.escape(c) for c in sorted(criteria, key=len, reverse=True))
+    names = "|".join(
+        re.escape(c).replace("\\-", "[-_ ]")
+        for c in sorted(criteria, key=len, reverse=True)
+    )
     return re.compile(_KEY.format(name=f"(?P<criterion>{names})") + _VALUE, _FLAGS)
 
 
 def _canonical(criteria: Sequence[str], written: str) -> str:
-    return next((c for c in criteria if c.lower() == written.lower()), written)
+    def plain(name: str) -> str:
+        return re.sub(r"[-_ ]", "-", name.lower())
+
+    return next((c for c in criteria if plain(c) == plain(written)), written)
 
 
 def _unescaped(text: str) -> str:
