@@ -519,3 +519,13 @@ def test_a_verdict_line_ending_in_punctuation_agrees_with_a_pass(line: str) -> N
 )
 def test_more_drafts_before_a_pass_are_ambiguous(draft: str) -> None:
     assert "ambiguous" in _bad(f"{draft}\n\n{PASS_TEXT}\n")
+
+
+@pytest.mark.parametrize("depth", [400, 900, 990])
+def test_an_object_just_within_the_parsers_depth_is_invalid_not_a_crash(depth: int) -> None:
+    # json.loads builds it, but cleaning it recursed past the limit: a crash.
+    nested = '{"a": ' * depth + "1" + "}" * depth
+    found = extract_verdict_object(nested)
+    assert found.obj is not None or found.error
+    found = extract_verdict_object('{"verdict": "PASS", "x": ' + nested + "}")
+    assert found.obj is not None or found.error

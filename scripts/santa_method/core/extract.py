@@ -156,7 +156,8 @@ def extract_verdict_object(reply: str) -> Extracted:
             pos = close
             continue
         try:
-            value = json.loads(text[start:close], object_pairs_hook=_unique_keys)
+            # _clean recurses: a value json.loads can build may still be too deep for it.
+            value = _clean(json.loads(text[start:close], object_pairs_hook=_unique_keys))
         except _DuplicateKey as exc:
             broken.append(
                 (
@@ -185,7 +186,7 @@ def extract_verdict_object(reply: str) -> Extracted:
                 )
             )
         else:
-            complete.append((start, close, _clean(value)))
+            complete.append((start, close, value))
         pos = close
 
     if not complete:
