@@ -101,6 +101,7 @@ def finished_project(project: Path, count: int) -> None:
     """`count` runs opened and escalated by the helper, as a busy project has."""
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state import runs
+    from santa_method.state.model.run import Target
 
     (project / "out.md").write_text("# tally\n\nCounts lines.\n", encoding="utf-8")
     (project / ".claude").mkdir()
@@ -109,7 +110,7 @@ def finished_project(project: Path, count: int) -> None:
     os.environ["CLAUDE_PROJECT_DIR"] = str(project)
     for _ in range(count):
         opened = runs.start_run(
-            target={"kind": "file", "path": str(project / "out.md")},
+            target=Target(kind="file", path=str(project / "out.md")),
             spec="Count lines.",
             rubric=rubric,
             rubric_name="base",
@@ -121,7 +122,7 @@ def finished_project(project: Path, count: int) -> None:
             cwd=str(project),
         )
         runs.log_event(opened.run_id, "escalate", data={"reason": "bench"})
-    assert not [r for r in runs.list_run_ids() if runs.load(r)["status"] == "open"]
+    assert not [r for r in runs.list_run_ids() if runs.load_state(r).status == "open"]
 
 
 def plugin_venv(data: Path) -> Path:

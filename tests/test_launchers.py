@@ -338,6 +338,7 @@ def test_the_helper_marks_a_run_once_its_state_says_it_finished(
 ) -> None:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
     from santa_method.state import runs
+    from santa_method.state.model.run import Target
 
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
@@ -345,7 +346,7 @@ def test_the_helper_marks_a_run_once_its_state_says_it_finished(
     (tmp_path / "out.md").write_text("hello\n")
     rubric = load_rubric("base")
     opened = runs.start_run(
-        target={"kind": "file", "path": str(tmp_path / "out.md")},
+        target=Target(kind="file", path=str(tmp_path / "out.md")),
         spec="Say hello.",
         rubric=rubric,
         rubric_name="base",

@@ -16,6 +16,7 @@ from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
 from santa_method.state import log as runlog
 from santa_method.state import runs
+from santa_method.state.model.run import Target
 
 BASE = (
     "factual-accuracy",
@@ -37,7 +38,7 @@ def home(santa_project: Path) -> Path:
 def open_run(home: Path, **overrides: Any) -> runs.RoundOpened:
     rubric = load_rubric("base")
     kwargs: dict[str, Any] = {
-        "target": {"kind": "file", "path": str(home / "out.md")},
+        "target": Target(kind="file", path=str(home / "out.md")),
         "spec": "State the current version, 2.1.",
         "rubric": rubric,
         "rubric_name": "base",

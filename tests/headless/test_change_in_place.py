@@ -197,10 +197,11 @@ def test_a_changed_file_that_is_not_utf8_is_a_usage_error(repo: Path) -> None:
 
 
 def test_a_write_cut_short_is_not_part_of_the_change(repo: Path) -> None:
+    from santa_method.state.model.run import Target
     from santa_method.state.target import read_target
 
     (repo / ".app.py.x1y2z3.santa-tmp").write_text("half a fix", encoding="utf-8")
-    diff = read_target({"kind": "diff", "rev": "HEAD", "cwd": str(repo)})
+    diff = read_target(Target(kind="diff", rev="HEAD", cwd=str(repo)))
     assert "app.py" in diff and "santa-tmp" not in diff and "half a fix" not in diff
 
 

@@ -145,7 +145,7 @@ def test_an_old_run_folder_still_reads(
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     del state["target"]["original"]
     (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    assert runs.target_name(runs.load(result["run_id"])["target"]) == result["output_path"]
+    assert runs.target_name(runs.load_state(result["run_id"]).target) == result["output_path"]
     report = build(result["run_id"])
     assert report["target"] == result["output_path"] and report["working_copy"] is None
     assert cli(capsys, "report", result["run_id"])[0] == 0

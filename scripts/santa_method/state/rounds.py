@@ -30,7 +30,7 @@ from santa_method.core.gate import default_labels
 from santa_method.core.types import Rubric
 from santa_method.state import sources
 from santa_method.state.atomic import replace_text
-from santa_method.state.model.run import Round, RunState
+from santa_method.state.model.run import Round, RunState, Target
 from santa_method.state.paths import default_log_path, ensure_santa_dir
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
@@ -45,8 +45,6 @@ from santa_method.state.store import (
     sha256,
 )
 from santa_method.state.target import (
-    TargetLike,
-    as_target,
     read_target,
     run_pre_check,
     target_name,
@@ -145,7 +143,7 @@ def _write_round(folder: Path, state: RunState, number: int, output: str) -> Rou
 
 def start_run(
     *,
-    target: TargetLike,
+    target: Target,
     spec: str,
     rubric: Rubric,
     rubric_name: str,
@@ -168,10 +166,8 @@ def start_run(
     inputs are usable and the pre-check passed. The log's `run` record comes
     first, so no run folder is ever without one: a process killed while it
     writes the folder leaves a logged run without state, which `santa runs`
-    shows and `santa log escalate` closes. (The target as its JSON is
-    taken too, as callers outside the package may hold it.)
+    shows and `santa log escalate` closes.
     """
-    target = as_target(target)
     numbers.REVIEWERS.check(reviewers, "reviewers")
     numbers.MAX_FIXES.check(max_fixes, "max_fixes")
     if budget_usd is not None:

@@ -9,8 +9,6 @@ before any reviewer is spent.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
-from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_text
@@ -35,33 +33,23 @@ def check_rev(rev: str, cwd: str) -> None:
         raise InputError(f"'{rev}' is not a commit of the git repository at {cwd}")
 
 
-TargetLike = Target | Mapping[str, Any]
-"""A target as a record, or as the JSON the run modules that still read
-the state as a dict hand over."""
-
-
-def as_target(target: TargetLike) -> Target:
-    return target if isinstance(target, Target) else Target.from_json(target, "target")
-
-
-def read_target(target: TargetLike) -> str:
+def read_target(target: Target) -> str:
     """The current content under review: the file, or the diff recomputed now."""
-    t = as_target(target)
-    if t.kind == "file":
-        return read_text(str(t.path), "target")
-    rev = str(t.rev)
+    if target.kind == "file":
+        return read_text(str(target.path), "target")
+    rev = str(target.rev)
     if rev.startswith("-"):
         raise InputError(f"'{rev}' is not a git revision")
     result = subprocess.run(
         ["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", rev, "--"],
-        cwd=t.cwd,
+        cwd=target.cwd,
         capture_output=True,
         check=False,
     )
     if result.returncode != 0:
         said = result.stderr.decode("utf-8", "replace").strip()
         raise InputError(f"git diff {rev} failed: {said or 'unknown error'}")
-    return _diff_text(result.stdout) + _untracked_diff(str(t.cwd))
+    return _diff_text(result.stdout) + _untracked_diff(str(target.cwd))
 
 
 def _diff_text(raw: bytes) -> str:
@@ -80,16 +68,14 @@ def _diff_text(raw: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def working_copy(target: TargetLike) -> str | None:
+def working_copy(target: Target) -> str | None:
     """The run's own copy of the user's file, when it reviewed one (headless runs)."""
-    t = as_target(target)
-    return str(t.path) if t.kind == "file" and t.original else None
+    return str(target.path) if target.kind == "file" and target.original else None
 
 
-def reviewed_name(target: TargetLike) -> str:
+def reviewed_name(target: Target) -> str:
     """The file whose content was reviewed (a working copy, for a headless run)."""
-    t = as_target(target)
-    return str(t.path) if t.kind == "file" else target_name(t)
+    return str(target.path) if target.kind == "file" else target_name(target)
 
 
 def _untracked_diff(cwd: str) -> str:
@@ -117,14 +103,13 @@ def _untracked_diff(cwd: str) -> str:
     return "".join(parts)
 
 
-def target_name(target: TargetLike) -> str:
+def target_name(target: Target) -> str:
     """The name a person knows the target by: the file they named (a headless
     run reviews a working copy of it, kept as `path`, and names the file as
     `original`; older runs have no `original`), or diff:REV."""
-    t = as_target(target)
-    if t.kind == "file":
-        return str(t.original or t.path)
-    return f"diff:{t.rev}"
+    if target.kind == "file":
+        return str(target.original or target.path)
+    return f"diff:{target.rev}"
 
 
 def run_pre_check(command: str | None, cwd: str) -> None:
