@@ -13,26 +13,66 @@ import pytest
 
 from santa_method.claude_code import provenance
 from santa_method.state import sources
+from santa_method.state.model.run import Round, RunState, Slot, Target
 
 
-def _state(source: str) -> dict:
-    return {"source": source, "rounds": [{"instruction": "i", "assignment": "/nowhere"}]}
+def _state(source: str) -> RunState:
+    """A run of `source` whose last round asked instruction "i" of an
+    assignment that does not exist (no reviewer could have read it)."""
+    asked = Round(
+        round=1,
+        opened="",
+        canary="",
+        boundary="",
+        assignment="/nowhere",
+        instruction="i",
+        output_sha256="",
+        open=True,
+        rereviews=0,
+        capacity=1,
+        spawned=0,
+        slots={"A": None},
+    )
+    return RunState(
+        id="r",
+        created="",
+        status="open",
+        target=Target(kind="file", path="out.md"),
+        rubric="base",
+        rubric_hash="",
+        reviewers=1,
+        max_fixes=0,
+        budget_usd=None,
+        source=source,
+        models=None,
+        pre_check=None,
+        cwd="/",
+        log="",
+        boundary="",
+        spec_sha256=None,
+        rubric_md_sha256=None,
+        rounds=[asked],
+    )
 
 
 def test_each_source_has_its_check() -> None:
-    assert sources.provenance_problem(_state("api"), {"agent_id": "a", "reply": "r"}) is None
-    assert sources.provenance_problem(_state("files"), {"file": "f", "reply": "r"}) is None
-    from_file = sources.provenance_problem(_state("hook"), {"file": "f", "reply": "r"})
+    assert (
+        sources.provenance_problem(_state("api"), Slot(reply="r", stored="", agent_id="a")) is None
+    )
+    assert sources.provenance_problem(_state("files"), Slot(reply="r", stored="", file="f")) is None
+    from_file = sources.provenance_problem(_state("hook"), Slot(reply="r", stored="", file="f"))
     assert from_file is not None and "reviewer hook" in from_file
     # A hook-stored reply is checked against its transcript, in hook and files runs alike.
     for source in ("hook", "files"):
-        problem = sources.provenance_problem(_state(source), {"agent_id": "a", "reply": "r"})
+        problem = sources.provenance_problem(
+            _state(source), Slot(reply="r", stored="", agent_id="a")
+        )
         assert problem is not None and "no transcript" in problem
 
 
 def test_a_source_without_a_check_lets_no_reply_count(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(sources._CHECKS, "hook")
-    problem = sources.provenance_problem(_state("hook"), {"agent_id": "a", "reply": "r"})
+    problem = sources.provenance_problem(_state("hook"), Slot(reply="r", stored="", agent_id="a"))
     assert problem is not None and "no check" in problem
 
 

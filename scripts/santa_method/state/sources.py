@@ -20,11 +20,10 @@ never registered lets no reply count: fail closed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from santa_method.state.model.run import Round, RunState, Slot
+from santa_method.state.model.run import RunState, Slot
 
 
 @dataclass(frozen=True)
@@ -57,26 +56,14 @@ def register(source: str, check: Provenance) -> None:
     _CHECKS[source] = check
 
 
-def _asked(current: Round | Mapping[str, Any]) -> Asked:
-    if isinstance(current, Round):
-        return Asked(current.instruction, current.assignment)
-    return Asked(str(current.get("instruction", "")), str(current.get("assignment", "")))
-
-
-def provenance_problem(
-    state: RunState | Mapping[str, Any], slot: Slot | Mapping[str, Any]
-) -> str | None:
+def provenance_problem(state: RunState, slot: Slot) -> str | None:
     """Why the slot's reply cannot count as its own reviewer's, by the run's
-    source; or None. (The gate hands over its records; a state and slot as
-    their JSON, as a tool or test holds them, are read first.)"""
-    if isinstance(state, RunState):
-        source, current = state.source, _asked(state.rounds[-1])
-    else:
-        source, current = str(state["source"]), _asked(state["rounds"][-1])
+    source (its last round is what the reviewer was asked); or None."""
+    source, current = state.source, state.rounds[-1]
     check = _CHECKS.get(source)
     if check is None:
         return (
             f"no check of replies from source '{source}' is loaded, "
             "so no reply of this run can count"
         )
-    return check(current, slot if isinstance(slot, Slot) else Slot.from_json(slot, "slot"))
+    return check(Asked(current.instruction, current.assignment), slot)
