@@ -68,7 +68,7 @@ def fix_and_reopen(opened: dict[str, Any], output: str) -> dict[str, Any]:
 def assert_escalated(project: Path, run_id: str, result: Any, why: str) -> None:
     assert (result.verdict, result.next) == ("NAUGHTY", "escalate")
     assert why in " ".join(result.reasons)
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     report = project / ".santa" / "runs" / run_id / "report.md"
     assert result.extra["report"] == str(report) and why in report.read_text()
     events = [

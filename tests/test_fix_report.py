@@ -93,9 +93,9 @@ def test_needs_input_escalates_restores_and_asks(home: Path) -> None:
     assert question["criterion"] == "completeness" and question["key"].startswith("completeness|")
     assert record["restored"] is True
     assert (home / "out.md").read_text(encoding="utf-8") == OUTPUT  # back to what was reviewed
-    state = runs.load(opened.run_id)
-    assert state["status"] == "escalated" and state["fixes"] == []
-    assert state["escalation"]["reasons"] == ["needs-input"]
+    state = runs.load_state(opened.run_id)
+    assert state.status == "escalated" and state.fixes == []
+    assert state.escalation is not None and state.escalation.reasons == ["needs-input"]
     assert log_records(home, "fix") == []
     # No further round, no ship.
     with pytest.raises(RefusedError):
@@ -117,7 +117,7 @@ def test_a_fix_that_changed_nothing_is_refused(home: Path) -> None:
     opened = _gated(home, WRONG_VERSION)
     with pytest.raises(RefusedError, match="unchanged, so it is not a fix"):
         runs.log_event(opened.run_id, "fix", data={"notes": "1. fixed: version"})
-    assert runs.load(opened.run_id)["fixes"] == [] and log_records(home, "fix") == []
+    assert runs.load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
     # Answering every flag "not an issue" may change nothing: the next round tests it.
     record = runs.log_event(opened.run_id, "fix", data={"notes": "1. not an issue: 2.0 is right"})
     assert record["event"] == "fix"
@@ -127,7 +127,7 @@ def test_a_fix_that_changed_nothing_is_refused(home: Path) -> None:
 
 def test_the_kept_fixer_reply_reaches_the_log_and_the_report(home: Path) -> None:
     opened = _gated(home, WRONG_VERSION)
-    instruction = runs.load(opened.run_id)["fixer"]["instruction"]
+    instruction = runs.load_state(opened.run_id).fixer.instruction
     assert not runs.record_fixer_reply(instruction + " and more", "1. fixed: x")
     assert runs.record_fixer_reply(instruction, "Done.\n1. fixed: set the version to 2.1")
     (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1"))
@@ -142,7 +142,7 @@ def test_the_kept_fixer_reply_reaches_the_log_and_the_report(home: Path) -> None
 
 def test_a_kept_question_escalates_a_fix_logged_without_notes(home: Path) -> None:
     opened = _gated(home, MISSING_ROW)
-    instruction = runs.load(opened.run_id)["fixer"]["instruction"]
+    instruction = runs.load_state(opened.run_id).fixer.instruction
     runs.record_fixer_reply(instruction, "1. needs input: What is the price of TLY-1377?")
     record = runs.log_event(opened.run_id, "fix")
     assert record["event"] == "escalate" and record["reason"] == "needs-input"

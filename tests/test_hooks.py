@@ -25,6 +25,7 @@ import pytest
 
 from _reviews import review_reply
 from _transcripts import reviewer_transcript
+from santa_method.state.model.run import RunState, Slot
 
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
@@ -199,7 +200,7 @@ class Project:
             launcher,
         )
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> RunState:
         """The run's state through the state module, as the gate reads it."""
         from santa_method.state import runs
 
@@ -207,7 +208,7 @@ class Project:
         os.environ["SANTA_HOME"] = self.env["SANTA_HOME"]
         os.environ["CLAUDE_PROJECT_DIR"] = self.env["CLAUDE_PROJECT_DIR"]
         try:
-            return runs.load(self.run_id)
+            return runs.load_state(self.run_id)
         finally:
             for key, value in old.items():
                 if value is None:
@@ -215,8 +216,8 @@ class Project:
                 else:
                     os.environ[key] = value
 
-    def slots(self) -> dict[str, Any]:
-        return self.state()["rounds"][-1]["slots"]
+    def slots(self) -> dict[str, Slot | None]:
+        return self.state().rounds[-1].slots
 
 
 CRITERIA = (
@@ -259,7 +260,7 @@ def project(tmp_path: Path) -> Project:
     p = Project(
         root, env, opened["run_id"], opened["instruction"], opened["canary"], opened["assignment"]
     )
-    assert p.state()["source"] == "hook"  # CLAUDECODE=1 makes it a hook-store run
+    assert p.state().source == "hook"  # CLAUDECODE=1 makes it a hook-store run
     return p
 
 
@@ -272,11 +273,11 @@ def test_exact_instruction_is_allowed_for_both_reviewer_names_and_a_third_is_den
 ) -> None:
     project.agent_call("santa-method:reviewer", project.instruction, launcher).allowed()
     project.agent_call("santa-reviewer", project.instruction, launcher).allowed()
-    assert project.state()["rounds"][-1]["spawned"] == 2
+    assert project.state().rounds[-1].spawned == 2
 
     reason = project.agent_call("santa-method:reviewer", project.instruction, launcher).denied()
     assert "No reviewer slot" in reason
-    assert project.state()["rounds"][-1]["spawned"] == 2
+    assert project.state().rounds[-1].spawned == 2
 
 
 def _variants(instruction: str) -> dict[str, str]:
@@ -300,7 +301,7 @@ def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(project:
             # What works: resend it (a new `round start` refuses while the round is open).
             assert "Call the Agent tool again with that instruction" in reason
             assert f"`santa runs show {project.run_id}` prints it again" in reason
-    assert project.state()["rounds"][-1]["spawned"] == 0
+    assert project.state().rounds[-1].spawned == 0
     # Denials spent nothing: both slots are still there for the real thing.
     project.agent_call("santa-method:reviewer", project.instruction).allowed()
     project.agent_call("santa-method:reviewer", project.instruction).allowed()
@@ -313,7 +314,7 @@ def test_santa_instruction_to_another_agent_type_is_denied(project: Project) -> 
     project.agent_call("santa-method:fixer", project.instruction).denied()
     # Wrapped in other words, it is still a santa assignment.
     project.agent_call("general-purpose", "Please do this: " + project.instruction).denied()
-    assert project.state()["rounds"][-1]["spawned"] == 0
+    assert project.state().rounds[-1].spawned == 0
 
 
 def test_unrelated_agents_are_allowed(project: Project) -> None:
@@ -399,7 +400,7 @@ def test_a_fixer_question_escalates_at_log_fix_and_prints_it(project: Project) -
     assert "add the facts to the spec and start a new run" in logged.stdout
     assert (project.root / "README.md").read_text(encoding="utf-8") == OUTPUT
     state = project.state()
-    assert state["status"] == "escalated" and state["fixes"] == []
+    assert state.status == "escalated" and state.fixes == []
     refused = project.santa("round", "start", "--run", project.run_id)
     assert refused.returncode == 1
 
@@ -409,7 +410,7 @@ def test_a_fix_that_changed_nothing_is_refused_by_log_fix(project: Project) -> N
     project.stop("fx", "1. fixed: the version", agent_type="santa-method:fixer", prompt=fixer)
     logged = project.santa("log", "fix", "--run", project.run_id)
     assert logged.returncode == 1 and "unchanged, so it is not a fix" in logged.stderr
-    assert project.state()["status"] == "open"
+    assert project.state().status == "open"
 
 
 def test_a_fixer_stop_for_no_open_fix_keeps_nothing(project: Project) -> None:
@@ -436,15 +437,15 @@ def test_valid_reply_is_stored_verbatim(project: Project, launcher: str) -> None
     project.spawn(launcher)
     project.stop("agent-1", reply, launcher=launcher).allowed()
     slot = project.slots()["B"]
-    assert slot["reply"] == reply
-    assert slot["agent_id"] == "agent-1"
+    assert slot.reply == reply
+    assert slot.agent_id == "agent-1"
     original = project.root / "transcripts" / "agent-agent-1.jsonl"
-    assert slot["transcript_source"] == str(original)
+    assert slot.transcript_source == str(original)
     # The run keeps its own copy of the transcript as it stood at the store.
-    kept = Path(slot["transcript_path"])
+    kept = Path(slot.transcript_path)
     assert kept.is_relative_to(project.root / ".santa" / "runs" / project.run_id)
     assert kept.read_bytes() == original.read_bytes()
-    assert slot["failed"] is False
+    assert slot.failed is False
     assert project.slots()["C"] is None
 
 
@@ -476,7 +477,7 @@ def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Pro
 
     project.stop("agent-1", reply, active=True, earlier=(reply,)).allowed()
     slot = project.slots()["B"]
-    assert slot["reply"] == reply and slot["failed"] is False
+    assert slot.reply == reply and slot.failed is False
 
     project.spawn()
     project.stop("agent-2", review(project.canary)).allowed()
@@ -499,7 +500,7 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
 
     project.stop("agent-1", bad, active=True, earlier=(bad, bad)).allowed()
     failed = project.slots()["B"]
-    assert failed["failed"] is True and failed["reply"] == bad and failed["errors"]
+    assert failed.failed is True and failed.reply == bad and failed.errors
 
     project.spawn()
     project.stop("agent-2", review(project.canary)).allowed()
@@ -507,7 +508,7 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", False), ("C", True)]
-    assert result["reviews"][0]["errors"] == failed["errors"]
+    assert result["reviews"][0]["errors"] == failed.errors
     assert result["verdict"] == "NAUGHTY" and result["next"] == "rereview"
 
 
@@ -551,7 +552,7 @@ def test_a_reply_without_a_spawned_reviewer_is_not_stored(project: Project) -> N
     project.stop("agent-1", review(project.canary)).allowed()
     project.stop("agent-2", review(project.canary)).allowed()  # one spawn, one slot
     slots = project.slots()
-    assert slots["B"]["agent_id"] == "agent-1" and slots["C"] is None
+    assert slots["B"].agent_id == "agent-1" and slots["C"] is None
     gate = project.santa("gate", "--run", project.run_id, "--json")
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
@@ -563,7 +564,7 @@ def test_one_agent_call_seen_twice_is_one_reviewer(project: Project) -> None:
     # Plugin and vendored hooks both installed: the same call reaches the guard twice.
     for _ in range(2):
         project.agent_call("santa-method:reviewer", project.instruction, tool_use_id="t1").allowed()
-    assert project.state()["rounds"][-1]["spawned"] == 1
+    assert project.state().rounds[-1].spawned == 1
     project.stop("agent-1", review(project.canary)).allowed()
     project.stop("agent-2", review(project.canary)).allowed()
     assert project.slots()["C"] is None
@@ -574,7 +575,7 @@ def test_a_transcript_without_the_agent_id_counts_as_a_failed_review(project: Pr
     project.spawn()
     project.stop("agent-1", review(project.canary), stamped=False).allowed()
     project.stop("agent-2", review(project.canary)).allowed()
-    assert project.slots()["B"]["agent_id"] == "agent-1"  # stored, but not trusted
+    assert project.slots()["B"].agent_id == "agent-1"  # stored, but not trusted
     gate = project.santa("gate", "--run", project.run_id, "--json")
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
@@ -621,13 +622,13 @@ def test_validator_crash_is_a_stored_failed_review(
     payload = _stop_payload(in_process, "agent-1", review(in_process.canary))
     assert hooks.subagent_stop(payload) is None
     slot = in_process.slots()["B"]
-    assert slot["failed"] is True
-    assert any("validator exploded" in e for e in slot["errors"])
+    assert slot.failed is True
+    assert any("validator exploded" in e for e in slot.errors)
 
     # The same through the hook's entry point: nothing printed, still failed.
     payload = _stop_payload(in_process, "agent-2", review(in_process.canary))
     assert hooks.run_hook("subagent-stop", json.dumps(payload)) == ""
-    assert in_process.slots()["C"]["failed"] is True
+    assert in_process.slots()["C"].failed is True
 
     monkeypatch.undo()
     gate = in_process.santa("gate", "--run", in_process.run_id, "--json")

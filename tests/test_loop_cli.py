@@ -190,7 +190,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     r1 = json.loads(start.stdout)
     run_id = r1["run_id"]
     assert set(r1) >= {"run_id", "round", "assignment", "instruction", "canary"}
-    assert runs.load(run_id)["source"] == "hook"
+    assert runs.load_state(run_id).source == "hook"
 
     replies = {
         "b": review(r1["canary"], (WRONG_VERSION, NO_LICENSE, PHANTOM), "reviewer b"),
@@ -243,7 +243,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     ship = santa(project, "log", "ship", "--run", run_id)
     assert ship.returncode == 0, ship.stderr
     _check_story(project, run_id)
-    assert runs.load(run_id)["status"] == "shipped"
+    assert runs.load_state(run_id).status == "shipped"
 
 
 def test_full_loop_with_review_files(project: Path) -> None:
@@ -467,7 +467,7 @@ def test_ship_is_refused_when_the_state_says_nice_but_the_log_does_not(
     state_file.write_text(json.dumps(state), encoding="utf-8")
     message = refused(capsys, "log", "ship", "--run", run_id)
     assert "no NICE gate of round 1" in message and "the run state and the log disagree" in message
-    assert runs.load(run_id)["status"] == "open"
+    assert runs.load_state(run_id).status == "open"
     assert [r["event"] for r in records(project) if r["run_id"] == run_id] == [
         "run",
         "review",
@@ -711,15 +711,15 @@ def test_config_defaults_and_flag_overrides(
     (project / ".santa" / "config.yaml").write_text(
         "rubric: code\nreviewers: 3\nmodels: [opus, sonnet]\nmax_fixes: 1\nbudget_usd: 2.5\npre_check: 'true'\n"
     )
-    state = runs.load(start_files(capsys)["run_id"])
-    assert (state["rubric"], state["reviewers"], state["max_fixes"]) == ("code", 3, 1)
-    assert (state["budget_usd"], state["pre_check"], state["models"]) == (
+    state = runs.load_state(start_files(capsys)["run_id"])
+    assert (state.rubric, state.reviewers, state.max_fixes) == ("code", 3, 1)
+    assert (state.budget_usd, state.pre_check, state.models) == (
         2.5,
         "true",
         ["opus", "sonnet"],
     )
-    assert list(state["rounds"][0]["slots"]) == ["B", "C", "D"]
-    assert "### `" in Path(state["rounds"][0]["assignment"]).read_text()
+    assert list(state.rounds[0].slots) == ["B", "C", "D"]
+    assert "### `" in Path(state.rounds[0].assignment).read_text()
     overridden = start_files(
         capsys,
         "--rubric",
@@ -733,9 +733,9 @@ def test_config_defaults_and_flag_overrides(
         "--pre-check",
         "exit 0",
     )
-    state = runs.load(overridden["run_id"])
-    assert (state["rubric"], state["reviewers"], state["max_fixes"]) == ("base", 2, 0)
-    assert (state["budget_usd"], state["pre_check"]) == (1.0, "exit 0")
+    state = runs.load_state(overridden["run_id"])
+    assert (state.rubric, state.reviewers, state.max_fixes) == ("base", 2, 0)
+    assert (state.budget_usd, state.pre_check) == (1.0, "exit 0")
     (project / ".santa" / "config.yaml").write_text("pre_check: 'exit 4'\n")
     assert "exit 4" in refused(capsys, "round", "start", "--against", "out.md", "--spec", "spec.md")
     (project / ".santa" / "config.yaml").write_text("max_fix: 1\n")

@@ -420,7 +420,7 @@ def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server
     earlier, later = unfixed_run(), unfixed_run()
     assert cc._first_run(state, item["id"], rubric, since) == earlier
     # A later screening of the same criterion (a later wave) starts afresh.
-    assert cc._first_run(state, item["id"], rubric, runs.load(later)["created"]) == later
+    assert cc._first_run(state, item["id"], rubric, runs.load_state(later).created) == later
 
 
 @pytest.mark.slow

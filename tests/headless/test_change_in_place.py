@@ -47,7 +47,7 @@ def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
         )
     assert len(backend.fixes) == 2  # both files were fixed, then the review failed
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     assert {p: p.read_bytes() for p in before} == before
     found = _report(run_id)["unreviewed_fix"]
     assert found["round"] == 1 and found["target_holds"] == "reviewed"
@@ -143,7 +143,7 @@ def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -
     finally:
         backend.held.__exit__(None, None, None)
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     assert app.read_text(encoding="utf-8") == APP_NEW  # never written by this run
     # Round 1's fix of the README was reviewed by round 2, so it stays.
     assert "Released in 2024." in readme.read_text(encoding="utf-8")

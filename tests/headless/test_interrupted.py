@@ -105,7 +105,7 @@ def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, c
     proc = _start(project, target, "round-1")
     _kill(proc)
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["in_place"] is True
+    assert runs.load_state(run_id).in_place is True
     row = _rows(capsys)[run_id]
     assert row["outcome"] == "interrupted"
     assert row["resume"] == f"santa run --resume {run_id}"
@@ -121,7 +121,7 @@ def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, c
     code = main(["run", "--resume", run_id, "--json", "--quiet"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "NICE" and out["run_id"] == run_id
-    assert runs.load(run_id)["status"] == "shipped"
+    assert runs.load_state(run_id).status == "shipped"
     assert _rows(capsys)[run_id]["outcome"] == "shipped"
     # Shipped: nothing is left to resume.
     assert main(["run", "--resume", run_id, "--quiet"]) == 1
@@ -284,7 +284,7 @@ def test_a_run_escalated_by_the_api_in_round_2_hands_out_no_instruction(project,
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(fail_after_fix=broken)))
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     capsys.readouterr()
     assert main(["runs", "show", run_id]) == 0
     shown = capsys.readouterr().out

@@ -45,7 +45,7 @@ def test_nice_at_round_1(stub_server, project, target):
     assert result.cost_usd == pytest.approx(2 * (100 * 2 + 20 * 10) / 1e6)
     assert "all reviewers use the same model" in " ".join(result.warnings)
     assert records(project, result.run_id, "ship")
-    assert runs.load(result.run_id)["status"] == "shipped"
+    assert runs.load_state(result.run_id).status == "shipped"
 
 
 def test_fix_then_nice_edits_a_working_copy(stub_server, project, target):
@@ -107,7 +107,7 @@ def test_escalation_at_the_cap(stub_server, project, target):
     assert result.report and Path(result.report).is_file()
     assert any("fixes exhausted" in r for r in result.reasons)
     assert result.issues and result.issues[0]["criterion"] == "factual-accuracy"
-    assert runs.load(result.run_id)["status"] == "escalated"
+    assert runs.load_state(result.run_id).status == "escalated"
 
 
 def test_budget_stops_before_a_round_it_cannot_afford(stub_server, project, target):
@@ -252,7 +252,7 @@ def test_overloaded_after_retries_is_a_backend_error(stub_server, project, targe
     with pytest.raises(BackendError, match="overloaded"):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server, max_retries=1)))
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"  # never shipped
+    assert runs.load_state(run_id).status == "escalated"  # never shipped
 
 
 def test_401_fails_fast_with_exit_3(stub_server, project, target, monkeypatch, capsys):

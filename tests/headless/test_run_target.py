@@ -17,6 +17,7 @@ import pytest
 from e2e.stub_server import REVIEWER, Json
 from santa_method.cli import main
 from santa_method.state import runs
+from santa_method.state.model.run import Target
 from santa_method.state.report import build, to_markdown
 
 from .conftest import failing, pass_reply
@@ -74,8 +75,8 @@ def test_runs_target_finds_the_run_of_the_named_file(
     events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
     (start,) = [e for e in events if e["event"] == "run"]
     assert start["target"] == str(doc) and start["working_copy"] == str(working)
-    state = runs.load(result["run_id"])
-    assert state["target"] == {"kind": "file", "path": str(working), "original": str(doc)}
+    state = runs.load_state(result["run_id"])
+    assert state.target == Target(kind="file", path=str(working), original=str(doc))
     assert runs.describe(result["run_id"])["target"] == str(doc)
 
 
@@ -129,7 +130,7 @@ def test_in_place_runs_have_no_copy(
     events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
     start = next(e for e in events if e["event"] == "run")
     assert "working_copy" not in start
-    assert runs.load(result["run_id"])["target"] == {"kind": "file", "path": str(doc)}
+    assert runs.load_state(result["run_id"]).target == Target(kind="file", path=str(doc))
 
 
 def test_an_old_run_folder_still_reads(

@@ -58,7 +58,7 @@ def test_a_backend_that_fails_on_the_fixed_text_puts_the_file_back(project, targ
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     assert target.read_text(encoding="utf-8") == original
     assert _report(run_id)["unreviewed_fix"]["target_holds"] == "reviewed"
 
@@ -73,7 +73,7 @@ def test_a_resumable_run_keeps_its_fix_in_place_until_it_is_closed(project, targ
             SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
         )
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "open"
+    assert runs.load_state(run_id).status == "open"
     assert target.read_text(encoding="utf-8") == FIXED  # resumable: its review is owed
     assert main(["log", "escalate", "--run", run_id]) == 0
     assert target.read_text(encoding="utf-8") == original
@@ -228,7 +228,7 @@ def test_a_backend_editing_in_place_edits_a_copy_kept_before_the_file(project, t
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "escalated"
+    assert runs.load_state(run_id).status == "escalated"
     # The user's file was never the one edited: it holds what round 1 reviewed.
     assert target.read_text(encoding="utf-8") == original
     (given,) = backend.given
@@ -317,7 +317,7 @@ def _killed_after_fix_written(target: Path, monkeypatch: pytest.MonkeyPatch) -> 
         with pytest.raises(Killed):
             verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     (run_id,) = runs.list_run_ids()
-    assert runs.load(run_id)["status"] == "open"
+    assert runs.load_state(run_id).status == "open"
     assert target.read_text(encoding="utf-8") == FIXED
     return run_id
 

@@ -71,16 +71,6 @@ def save(folder: Path, data: dict[str, Any]) -> None:
     mark_finished(str(folder.parent), folder.name, data["status"])
 
 
-def load(run_id: str) -> dict[str, Any]:
-    """The run's `state.json` as the file holds it, for what shows the file
-    itself; the run's modules read it with `load_state`."""
-    state_file = run_dir(run_id) / "state.json"
-    if not state_file.exists():
-        raise InputError(f"no run '{run_id}' under {runs_dir()}")
-    data: dict[str, Any] = json.loads(state_file.read_text(encoding="utf-8"))
-    return data
-
-
 def _typed(run_id: str, data: Any) -> RunState:
     try:
         return RunState.from_json(data)
@@ -93,8 +83,11 @@ def _typed(run_id: str, data: Any) -> RunState:
 def load_state(run_id: str) -> RunState:
     """A snapshot of the run's state as typed records (read-only use); a
     file this version cannot read is an InputError naming its key."""
+    state_file = run_dir(run_id) / "state.json"
+    if not state_file.exists():
+        raise InputError(f"no run '{run_id}' under {runs_dir()}")
     try:
-        return _typed(run_id, load(run_id))
+        return _typed(run_id, json.loads(state_file.read_text(encoding="utf-8")))
     except ValueError as exc:
         raise InputError(f"the state of run '{run_id}' is unreadable: {exc}") from None
 
