@@ -242,6 +242,18 @@ def test_a_run_state_reads_into_its_records():
         ),
         (lambda d: d["target"].pop("kind"), "state.target.kind is missing"),
         (lambda d: d.update(version=RUN_STATE_VERSION + 1), "written by a newer santa"),
+        (
+            lambda d: d["rounds"][0]["slots"]["B"].update(token_detail={"input": "x"}),
+            "state.rounds[0].slots['B'].token_detail holds a count that is not a whole number",
+        ),
+        (
+            lambda d: d["rounds"][0]["slots"]["B"].update(token_detail={"input": [1]}),
+            "token_detail holds a count that is not a whole number",
+        ),
+        (
+            lambda d: d["rounds"][0]["slots"]["B"].update(token_detail={"input": 1.5}),
+            "token_detail holds a count that is not a whole number",
+        ),
     ],
 )
 def test_a_run_state_this_version_cannot_read_says_which_key(user_files, change, message):

@@ -19,6 +19,7 @@ from santa_method.state.model.reading import (
     StateError,
     bool_,
     int_,
+    is_int,
     list_,
     obj,
     opt_int,
@@ -109,6 +110,8 @@ class Slot:
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> Slot:
         detail = obj(d, "token_detail", w, None) if d.get("token_detail") is not None else None
+        if detail is not None and not all(is_int(v) and v >= 0 for v in detail.values()):
+            raise StateError(f"{w}.token_detail holds a count that is not a whole number")
         return cls(
             reply=str_(d, "reply", w, ""),
             stored=str_(d, "stored", w, ""),
@@ -119,7 +122,7 @@ class Slot:
             errors=strs(d, "errors", w, []),
             tokens=opt_int(d, "tokens", w),
             cost_usd=opt_num(d, "cost_usd", w),
-            token_detail=None if detail is None else {str(k): int(v) for k, v in detail.items()},
+            token_detail=None if detail is None else {str(k): v for k, v in detail.items()},
             file=opt_str(d, "file", w),
             gated_valid=None if d.get("gated_valid") is None else bool_(d, "gated_valid", w),
             gated_verdict=opt_str(d, "gated_verdict", w),
