@@ -197,3 +197,32 @@ def test_a_failure_after_reviewing_began_is_still_an_escalated_run(
     assert proc.returncode == 3
     assert "401" in proc.stderr
     assert metrics(project) == {"total": 1, "shipped": 0, "escalated": 1, "open": 0}
+
+
+def test_a_backend_that_stops_starting_mid_batch_leaves_the_batch_resumable(project: Path) -> None:
+    """A prerequisite lost after the batch began (a login that expired) is
+    a backend error of a saved batch, not "nothing was opened"."""
+    from santa_method.core.errors import StartError
+    from santa_method.headless.batch import verify_batch_sync
+    from santa_method.headless.options import BatchOptions
+
+    from .scripted import Scripted
+
+    class Expiring(Scripted):
+        checks = 0
+
+        async def preflight(self) -> list[str]:
+            Expiring.checks += 1
+            return [] if Expiring.checks == 1 else ["Claude Code is not logged in"]
+
+    items = []
+    for n in range(3):
+        item = project / f"item-{n}.md"
+        item.write_text("Released in 1999.\n", encoding="utf-8")
+        items.append(item)
+    options = BatchOptions(backend=Expiring(), rate=1.0, minimum=3)
+    with pytest.raises(BackendError) as caught:
+        verify_batch_sync(items, "The README names the current year.", options=options)
+    assert not isinstance(caught.value, StartError)
+    assert "not logged in" in str(caught.value)
+    assert list((project / ".santa" / "batches").iterdir())  # the batch was saved

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from santa_method.core import assignments, batch_rules, budget
-from santa_method.core.errors import BackendError, InputError, RefusedError
+from santa_method.core.errors import BackendError, InputError, RefusedError, StartError
 from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
@@ -269,6 +269,10 @@ class BatchRun:
         self.emit("item_start", item=item)
         try:
             result = await self._verify(item, text, resume_run, left, seen)
+        except StartError as exc:
+            # The batch exists (a login that expired mid-batch): it stops,
+            # resumable, unlike a batch whose backend could not start at all.
+            raise BackendError(str(exc)) from None
         except BackendError as exc:
             run_id = wave.running.get(item)
             if exc.transient or run_id is None:
