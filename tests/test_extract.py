@@ -529,3 +529,25 @@ def test_an_object_just_within_the_parsers_depth_is_invalid_not_a_crash(depth: i
     assert found.obj is not None or found.error
     found = extract_verdict_object('{"verdict": "PASS", "x": ' + nested + "}")
     assert found.obj is not None or found.error
+
+
+@pytest.mark.parametrize(
+    ("draft", "where"),
+    [
+        ("My verdict is FAIL. Actually on reflection:", "before"),
+        ("Verdict is FAIL", "before"),
+        ("The verdict would be a FAIL, but", "before"),
+        ("On second look the verdict is actually FAIL.", "after"),
+        ("The verdict remains not a pass.", "after"),
+    ],
+)
+def test_a_verdict_said_in_a_sentence_that_disagrees_is_ambiguous(draft: str, where: str) -> None:
+    reply = f"{draft}\n{PASS_TEXT}\n" if where == "before" else f"{PASS_TEXT}\n{draft}\n"
+    assert "ambiguous" in _bad(reply)
+
+
+@pytest.mark.parametrize(
+    "prose", ["My verdict is PASS.", "The verdict is clear: it holds.", "The verdict is \u2705"]
+)
+def test_a_verdict_said_in_a_sentence_that_agrees_stays_valid(prose: str) -> None:
+    assert _ok(f"{prose}\n{PASS_TEXT}\n") == PASS

@@ -115,6 +115,23 @@ _HEADING = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE | re.MULTILINE,
 )
+# A verdict said in a sentence: "My verdict is FAIL", "the verdict would be
+# a FAIL". Only PASS, FAIL, a negated pass or a mark count here: "the verdict
+# is clear" is prose.
+_SENTENCE = re.compile(
+    r"""
+    (?<![\w\\])[\w-]{0,30}verdict[\w-]{0,30}[ \t]{1,4}
+    (?:is|was|would[ \t]{1,4}be|remains|stays)[ \t]{1,4}
+    (?:(?:actually|still|now|clearly|a|an)[ \t]{1,4}){0,2}[*_`"']{0,2}
+    (?:(?P<negated>(?:not|no|non|never)[ \t-]+(?:a[ \t]+)?pass\w*)
+      |(?P<word>PASS|FAIL)\b
+      |(?P<mark>["""
+    + _PASS_MARKS
+    + _FAIL_MARKS
+    + r"""]))
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
 # Bounded everywhere: an unbounded run of word characters or spaces before
 # a key made the search quadratic on text such as "a-a-a-..." or long rules.
 _VERDICT = re.compile(_KEY.format(name=r"[\w-]{0,30}verdict[\w-]{0,30}") + _VALUE, _FLAGS)
@@ -158,6 +175,7 @@ def disagreement(
         # word is a draft's entry.
         claims += _claims(value, None, decode_strings=True, loose=True)
     claims += _text_claims(outside, tuple(results)[:_MAX_CRITERIA])
+    claims += [("verdict", None, _heading_value(m)) for m in _SENTENCE.finditer(outside)]
     for part in (before, after):  # apart: a heading's value never reaches past the review
         claims += [("verdict", None, _heading_value(m)) for m in _HEADING.finditer(part)]
     for kind, criterion, value in claims:
