@@ -12,14 +12,13 @@ Message Batch, never paying for it twice.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.stub_server import REVIEWER, StubServer
+from e2e.stub_server import REVIEWER, StubServer, hang_up
 from santa_method.cli import main
 from santa_method.core.errors import BackendError
 from santa_method.headless.backends import anthropic as anthropic_backend
@@ -75,8 +74,7 @@ def cut_results(monkeypatch: pytest.MonkeyPatch, count: int | None = None) -> Cu
         handler.end_headers()
         handler.wfile.write(first)
         handler.wfile.flush()
-        handler.close_connection = True
-        handler.connection.shutdown(socket.SHUT_RDWR)
+        hang_up(handler)
         return None
 
     monkeypatch.setattr(StubServer, "_send_bytes", send)

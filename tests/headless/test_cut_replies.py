@@ -11,14 +11,13 @@ is cut, exit 3 with the reason, never "internal error", never NICE.
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from e2e.stub_server import REVIEWER, StubServer, _sse_events
+from e2e.stub_server import REVIEWER, StubServer, _sse_events, hang_up
 from santa_method.cli import main
 from santa_method.core.errors import BackendError
 from santa_method.core.schema import strict_schema
@@ -62,8 +61,7 @@ def cut_streams(monkeypatch: pytest.MonkeyPatch, count: int | None = None) -> No
         handler.end_headers()
         handler.wfile.write(head)
         handler.wfile.flush()
-        handler.close_connection = True
-        handler.connection.shutdown(socket.SHUT_RDWR)
+        hang_up(handler)
         return None
 
     monkeypatch.setattr(StubServer, "_send_stream", send)
