@@ -836,3 +836,42 @@ def test_a_hook_whose_stdin_cannot_be_read_gets_the_unreadable_input_answer(
     assert main(["hook", name]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == _unreadable_answer(name) and "internal error" not in err
+
+
+@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize(
+    "event",
+    ["", "   \n", "{}", '{"tool_name": "Bash"}', '{"tool_input": {"command": "ls"}}'],
+    ids=["empty", "blank", "no-fields", "no-input", "no-tool"],
+)
+def test_a_guard_event_that_names_no_tool_call_is_refused(
+    tmp_path: Path, event: str, launcher: str
+) -> None:
+    # Claude Code always sends the tool and its input: without them there is
+    # nothing to check, and what cannot be checked is refused, not let through.
+    cmd = [SANTA] if launcher == "santa" else [BIN_SANTA]
+    env = {**hook_env(tmp_path), "SANTA_PYTHON": sys.executable}
+    done = subprocess.run(
+        [*cmd, "hook", "pretooluse-guard"],
+        input=event,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "names no tool" in answer["permissionDecisionReason"]
+    ordinary = '{"tool_name": "Bash", "tool_input": {"command": "ls"}}'
+    allowed = subprocess.run(
+        [*cmd, "hook", "pretooluse-guard"],
+        input=ordinary,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert allowed.returncode == 0 and allowed.stdout.strip() == "", allowed.stderr

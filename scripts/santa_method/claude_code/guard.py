@@ -299,8 +299,14 @@ def pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
 def _pretooluse_guard(payload: Mapping[str, Any]) -> Reply:
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, Mapping):
-        return None
+    if not isinstance(tool, str) or not isinstance(tool_input, Mapping):
+        # Claude Code always names the tool and its input; an event without
+        # them (empty stdin, `{}`) cannot be checked, so it is refused.
+        return fail_closed(
+            "pretooluse-guard",
+            payload,
+            "santa-method could not check this tool call: the hook input names no tool and input",
+        )
     if tool == "Bash":
         command = str(tool_input.get("command") or "")
         what = shell_problem(command)

@@ -35,6 +35,13 @@ _JSONISH = re.compile(r"\{\s*(?:[\"'}]|\Z)")
 # after its opening quote (possessive, so an unterminated string costs O(n)).
 _STRUCTURAL = re.compile(r'[{}"]')
 _STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
+# Brackets of an array of objects: a run of "[" opens arrays only when an
+# object follows it, and a run of "]" closes them only right after an
+# object's "}". Brackets in prose ("the range [0, n)", "see [1]", "[[link]]")
+# do neither, so they never put the review "inside an array".
+_OPEN_RUN = re.compile(r"\[[\s\[]*")
+_CLOSE_RUN = re.compile(r"\}[\s\]]*")
+_LEADING_CLOSES = re.compile(r"[\s\]]*")
 
 
 class _DuplicateKey(ValueError):
@@ -117,6 +124,20 @@ def _matching_brace(text: str, start: int) -> int | None:
             return pos
 
 
+def _array_brackets(text: str, pos: int, end: int) -> int:
+    """How many arrays of objects open, less how many close, in
+    text[pos:end], the prose between two objects (or before the first)."""
+    change = sum(
+        run.group().count("[")
+        for run in _OPEN_RUN.finditer(text, pos, end)
+        if text.startswith("{", run.end())
+    )
+    lead = _LEADING_CLOSES.match(text, pos, end)
+    if lead and pos and text[pos - 1] == "}":  # right after the object before
+        change -= lead.group().count("]")
+    return change - sum(run.group().count("]") for run in _CLOSE_RUN.finditer(text, pos, end))
+
+
 def extract_verdict_object(reply: str) -> Extracted:
     text = reply.lstrip("\ufeff")
     if not text.strip():
@@ -148,8 +169,7 @@ def extract_verdict_object(reply: str) -> Extracted:
             break
         # Brackets between objects: an object opened inside an unclosed "["
         # is an array element, never the reply's top-level verdict.
-        between = text[pos:start]
-        depth = max(0, depth + between.count("[") - between.count("]"))
+        depth = max(0, depth + _array_brackets(text, pos, start))
         if depth:
             in_array.append(start)
             nested.append(_decoded(text[start:close]))
