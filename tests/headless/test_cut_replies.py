@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from e2e.stub_server import REVIEWER, StubServer, _sse_events, hang_up
+from e2e.stub_server import REVIEWER, StubServer, Usage, _sse_events, hang_up
 from santa_method.cli import main
 from santa_method.core.errors import BackendError
 from santa_method.core.schema import strict_schema
@@ -25,7 +25,7 @@ from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends import anthropic as anthropic_backend
 from santa_method.headless.backends.anthropic import AnthropicBackend
-from santa_method.headless.backends.base import ReviewRequest
+from santa_method.headless.backends.base import ReviewRequest, Tokens
 from santa_method.state import log as runlog
 
 from .conftest import CRITERIA, pass_reply
@@ -93,6 +93,15 @@ def test_a_reply_cut_once_is_sent_again_and_judged(
     result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend))
     assert result.verdict == "NICE"
     assert len(server.requests_for(REVIEWER)) == 3  # 2 reviewers, one of them twice
+    # The cut try is billed too: its input and the token it wrote before the
+    # cut (the stub's message_start), on top of what an uncut run costs.
+    monkeypatch.undo()
+    again = AnthropicBackend(base_url=server.base_url, api_key="test")
+    uncut = verify_sync(SPEC, target, options=VerifyOptions(backend=again))
+    assert uncut.verdict == "NICE"
+    assert result.tokens == uncut.tokens + Tokens(input=Usage().input_tokens, output=1)
+    assert uncut.cost_usd is not None and result.cost_usd is not None
+    assert result.cost_usd > uncut.cost_usd
 
 
 def review_once(backend: AnthropicBackend) -> None:

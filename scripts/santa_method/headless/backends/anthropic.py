@@ -291,22 +291,33 @@ class AnthropicBackend:
                 f"the Anthropic API failed ({exc.status_code}): {message}", transient=not too_big
             ) from None
 
-    async def _call(self, params: dict[str, Any], timeout: float | None, request: Any) -> Any:
+    async def _call(
+        self, params: dict[str, Any], timeout: float | None, request: Any
+    ) -> tuple[Any, Tokens]:
+        """The final message, and the tokens of the tries cut before it: the
+        API bills a reply that began (its input, what it wrote so far), so a
+        call sent again costs those too."""
         client = self._client_for(timeout)
         started = False
         tries = self.max_retries + 1
         attempt = 0
+        cut = Tokens()
         while True:
+            began: Any = None  # this try's stream, once its reply began
             try:
                 with self._api_errors(client, timeout), unreadable_reply():
                     async with client.messages.stream(**params) as stream:
                         async for _event in stream:
+                            began = stream
                             if not started:
                                 started = True
                                 if request is not None and request.on_started is not None:
                                     request.on_started()
-                        return await stream.get_final_message()
+                        return await stream.get_final_message(), cut
             except ReplyCut as exc:
+                if began is not None:
+                    with unreadable_reply():
+                        cut = cut + _tokens(began.current_message_snapshot.usage)
                 attempt += 1
                 if attempt == tries:
                     raise ReplyCut(f"{exc}, {on_tries(tries)}") from None
@@ -338,11 +349,12 @@ class AnthropicBackend:
         """USD of one call at list price (the batch backend halves it)."""
         return prices.cost(model, tokens)
 
-    def _review_reply(self, message: Any, model: str) -> ReviewReply:
-        """A ReviewReply from a Messages API message (an SDK object or attribute view)."""
+    def _review_reply(self, message: Any, model: str, cut: Tokens | None = None) -> ReviewReply:
+        """A ReviewReply from a Messages API message (an SDK object or
+        attribute view); `cut`: the tokens of the tries cut before it."""
         with unreadable_reply():
             _check_finished(message)
-            tokens = _tokens(message.usage)
+            tokens = _tokens(message.usage) + (cut or Tokens())
             failure = None
             if message.stop_reason == "max_tokens":
                 failure = f"the reply was cut off at max_tokens ({self.max_tokens})"
@@ -359,8 +371,8 @@ class AnthropicBackend:
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
         params = self._review_params(request)
-        message = await self._call(params, request.timeout, request)
-        return self._review_reply(message, params["model"])
+        message, cut = await self._call(params, request.timeout, request)
+        return self._review_reply(message, params["model"], cut)
 
     async def fix(self, request: FixRequest) -> FixReply:
         model = prices.model_id(request.model)
@@ -380,10 +392,10 @@ class AnthropicBackend:
         # A reply that is no JSON is asked for once more; twice is this
         # fixer's answer, and resuming would only pay for it again.
         for attempt in (1, 2):
-            message = await self._call(params, request.timeout, None)
+            message, cut = await self._call(params, request.timeout, None)
             with unreadable_reply():
                 _check_finished(message)
-                tokens = tokens + _tokens(message.usage)
+                tokens = tokens + cut + _tokens(message.usage)
                 text = _text(message)
             if message.stop_reason == "max_tokens":
                 raise BackendError(
