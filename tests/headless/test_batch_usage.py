@@ -17,7 +17,11 @@ from santa_method.core.errors import BackendError
 from .conftest import pass_reply
 from .test_anthropic_batch import make, review_request, run_reviews
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [
+    pytest.mark.timeout(60),
+    # The SDK warns as it serializes the bad counts these tests send on purpose.
+    pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
+]
 
 MISSING = object()
 
