@@ -325,7 +325,7 @@ def test_the_python_api_refuses_the_same_numbers(project: Path) -> None:
     from santa_method.headless import verify_sync
     from santa_method.headless.api import VerifyOptions
 
-    for options in ({"max_cost_usd": math.nan}, {"timeout": math.inf}, {"reviewers": True}):
+    for options in ({"budget_usd": math.nan}, {"timeout": math.inf}, {"reviewers": True}):
         with pytest.raises(InputError):
             verify_sync(
                 "spec", project / "out.md", options=VerifyOptions(backend="anthropic", **options)

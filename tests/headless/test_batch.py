@@ -248,7 +248,7 @@ def test_budget_stop_escalates_before_spending_more(stub_server, project, concur
     # $0.0008 an item. The first item runs alone to learn that; then items start
     # only while what is spent and reserved leaves room for one more.
     result = run_batch(
-        server, items_of(texts(50, set())), max_cost_usd=0.002, concurrency=concurrency
+        server, items_of(texts(50, set())), budget_usd=0.002, concurrency=concurrency
     )
     data = result.to_json()
     assert result.verdict == "ESCALATED"
@@ -434,7 +434,7 @@ def test_an_empty_item_is_refused_before_any_batch(stub_server, project):
     [
         ({"reviewers": 1}, "reviewers must be a whole number from 2"),
         ({"max_fixes": -1}, "max_fixes"),
-        ({"max_cost_usd": 1.0, "models": ["no-such-model"]}, "no list price"),
+        ({"budget_usd": 1.0, "models": ["no-such-model"]}, "no list price"),
         ({"systemic_share": 0}, "systemic_share"),
         ({"max_resamples": -1}, "max_resamples"),
     ],
@@ -645,7 +645,7 @@ def test_a_budget_with_unknown_costs_stops_instead_of_hanging(stub_server, proje
         items_of(texts(12, set())),
         SPEC,
         options=BatchOptions(
-            backend=_NoCost(base_url=server.base_url, api_key="test"), max_cost_usd=1.0, seed=1
+            backend=_NoCost(base_url=server.base_url, api_key="test"), budget_usd=1.0, seed=1
         ),
     )
     assert result.verdict == "ESCALATED"
@@ -658,7 +658,7 @@ def test_a_budget_that_runs_out_while_screening_stops_instead_of_hanging(stub_se
     # 8 sampled items with a defect in half, then screens of the 32 others
     # (and fixes of the flagged ones) that the budget cannot all pay for.
     result = run_batch(
-        server, items_of(texts(40, set(range(0, 40, 2)))), rate=0.2, max_cost_usd=0.025
+        server, items_of(texts(40, set(range(0, 40, 2)))), rate=0.2, budget_usd=0.025
     )
     data = result.to_json()
     assert result.verdict == "ESCALATED"

@@ -142,7 +142,7 @@ def test_a_valid_review_with_a_nan_cost_is_not_nice(fake_cli: Any, project: Path
         verify_sync(
             "Has a License section.",
             target,
-            options=VerifyOptions(backend=backend, max_cost_usd=1.0),
+            options=VerifyOptions(backend=backend, budget_usd=1.0),
         )
     records = runlog.read(project / ".santa" / "log.jsonl").records
     assert not [r for r in records if r["event"] == "ship"]

@@ -114,7 +114,7 @@ def test_budget_stops_before_a_round_it_cannot_afford(stub_server, project, targ
     server = stub_server({REVIEWER: lambda body: Json(failing(body, "Released in 1999."))})
     # Round 1 costs 0.0008; another fix and round would need about as much again.
     result = verify_sync(
-        SPEC, target, options=VerifyOptions(backend=backend(server), max_cost_usd=0.001)
+        SPEC, target, options=VerifyOptions(backend=backend(server), budget_usd=0.001)
     )
     assert result.verdict == "ESCALATED"
     assert server.requests_for(FIXER) == []
@@ -155,7 +155,7 @@ def test_unknown_price_with_a_budget_is_refused_before_spending(stub_server, pro
             SPEC,
             target,
             options=VerifyOptions(
-                backend=backend(server), models=["claude-mystery-9"], max_cost_usd=1.0
+                backend=backend(server), models=["claude-mystery-9"], budget_usd=1.0
             ),
         )
     assert server.messages() == []
@@ -183,7 +183,7 @@ def test_a_backend_that_reports_no_cost_cannot_spend_a_budget(stub_server, proje
 
     server = stub_server({REVIEWER: [fail_reply, fail_reply]})
     result = verify_sync(
-        SPEC, target, options=VerifyOptions(backend=NoCost(backend(server)), max_cost_usd=1.0)
+        SPEC, target, options=VerifyOptions(backend=NoCost(backend(server)), budget_usd=1.0)
     )
     assert result.verdict == "ESCALATED"
     assert any("budget" in r and "unknown" in r for r in result.reasons)

@@ -65,11 +65,11 @@ def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     run = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
     assert run["rubric"] == "base" and run["reviewers"] == 2 and run["max_fixes"] == 3
     assert run["backend"] == "anthropic" and run["close_backend"] is True
-    assert run["max_cost_usd"] is None and run["in_place"] is False
+    assert run["budget_usd"] is None and run["in_place"] is False
     batch = {f.name: f.default for f in dataclasses.fields(BatchOptions)}
     assert batch["max_resamples"] == 2 and batch["field_name"] == "output"
     assert batch["exclude"] == () and batch["resume"] is False
-    assert len(run) == 18 and len(batch) == 26
+    assert len(run) == 19 and len(batch) == 27  # with max_cost_usd, budget_usd's old name
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:
@@ -89,3 +89,30 @@ def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:
     assert caught[0].filename == __file__
     with pytest.raises(InputError, match="max_resamples"):
         asyncio.run(pending)
+
+
+@pytest.mark.parametrize("kind", [VerifyOptions, BatchOptions])
+def test_max_cost_usd_is_the_old_name_of_budget_usd(kind: type) -> None:
+    with pytest.warns(DeprecationWarning, match="it is budget_usd now") as caught:
+        options = kind(max_cost_usd=0.5)
+    assert caught[0].filename == __file__
+    assert options.budget_usd == 0.5 and options.max_cost_usd is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # carried on by replace, the old name is gone
+        changed = dataclasses.replace(options, timeout=10.0)
+        assert changed.budget_usd == 0.5
+        assert dataclasses.replace(options, budget_usd=1.0).budget_usd == 1.0
+    with pytest.raises(TypeError, match="max_cost_usd is its old name"):
+        kind(budget_usd=1.0, max_cost_usd=0.5)
+
+
+def test_the_old_budget_name_reaches_the_loop(project: Path, target: Path) -> None:
+    # A budget too small for a reply of unknown cost: the run cannot price it
+    # and stops, under either name.
+    with pytest.warns(DeprecationWarning):
+        old = verify_sync(
+            SPEC, target, options=VerifyOptions(backend=Scripted(), max_cost_usd=0.01)
+        )
+    new = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), budget_usd=0.01))
+    assert (old.verdict, old.reasons) == (new.verdict, new.reasons)
+    assert old.verdict == "ESCALATED" and "budget of $0.01" in old.reasons[0]

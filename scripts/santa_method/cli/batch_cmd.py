@@ -387,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
                 exclude=_exclusions(args),
                 max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
                 max_resamples=args.max_resamples,
-                max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
+                budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
                 timeout=args.timeout,
                 in_place=args.in_place,
                 resume=args.resume,

@@ -235,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             models=models,
             backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
-            max_cost_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
+            budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
             timeout=args.timeout,
             cache_warm=args.cache_warm,
             pre_check=args.pre_check if args.pre_check is not None else config.pre_check,

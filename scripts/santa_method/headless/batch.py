@@ -134,7 +134,7 @@ async def _verify_batch(
     exclude = opts.exclude
     max_fixes = opts.max_fixes
     max_resamples = opts.max_resamples
-    max_cost_usd = opts.max_cost_usd
+    max_cost_usd = opts.budget_usd
     timeout = opts.timeout
     in_place = opts.in_place
     resume = opts.resume
@@ -156,7 +156,7 @@ async def _verify_batch(
     reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
     max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
     for name, value, allowed in (
-        ("max_cost_usd", max_cost_usd, numbers.BUDGET_USD),
+        ("budget_usd", max_cost_usd, numbers.BUDGET_USD),
         ("systemic_share", systemic_share, numbers.SHARE),
         ("concurrency", concurrency, numbers.CONCURRENCY),
         ("timeout", timeout, numbers.TIMEOUT_S),

@@ -350,7 +350,7 @@ class BatchRun:
                 models=self.settings.models,
                 backend=self.impl,
                 max_fixes=self.settings.max_fixes,
-                max_cost_usd=left if left is not None else None,
+                budget_usd=left,
                 timeout=self.settings.timeout,
                 log=self.settings.log,
                 on_event=seen,

@@ -124,7 +124,7 @@ async def _verify(
     fixer_model = opts.fixer_model
     backend = opts.backend
     max_fixes = opts.max_fixes
-    max_cost_usd = opts.max_cost_usd
+    budget_usd = opts.budget_usd
     timeout = opts.timeout
     cache_warm = opts.cache_warm
     pre_check = opts.pre_check
@@ -140,8 +140,8 @@ async def _verify(
 
     reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
     max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
-    if max_cost_usd is not None:
-        max_cost_usd = numbers.BUDGET_USD.check(max_cost_usd, "max_cost_usd")
+    if budget_usd is not None:
+        budget_usd = numbers.BUDGET_USD.check(budget_usd, "budget_usd")
     if timeout is not None:
         timeout = numbers.TIMEOUT_S.check(timeout, "timeout")
     if pre_check and not in_place and max_fixes > 0:
@@ -168,7 +168,7 @@ async def _verify(
     await require_prerequisites(impl)
     labels_all = _labels(reviewers)
     per_label = models_for(models, labels_all)
-    if max_cost_usd is not None:
+    if budget_usd is not None:
         from santa_method.headless.backends import prices
 
         prices.require_prices(getattr(impl, "name", None), [*per_label.values(), fixer_model])
@@ -233,7 +233,7 @@ async def _verify(
                 "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True
             )
             return await _guarded(
-                run, impl, opened, working, max_cost_usd, close_backend, resumable
+                run, impl, opened, working, budget_usd, close_backend, resumable
             )
         if change is not None:
             working, original, target = change, None, change.target
@@ -264,7 +264,7 @@ async def _verify(
             max_fixes=max_fixes,
             source="api",
             models=[per_label[label] for label in labels_all] if models else None,
-            budget_usd=max_cost_usd,
+            budget_usd=budget_usd,
             pre_check=pre_check,
             log_path=log,
             cwd=root,
@@ -275,7 +275,7 @@ async def _verify(
         run.emit(
             "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original
         )
-        return await _guarded(run, impl, opened, working, max_cost_usd, close_backend, resumable)
+        return await _guarded(run, impl, opened, working, budget_usd, close_backend, resumable)
 
 
 async def _guarded(
@@ -283,7 +283,7 @@ async def _guarded(
     impl: Backend,
     opened: Any,
     working: Path | Change,
-    max_cost_usd: float | None,
+    budget_usd: float | None,
     close_backend: bool,
     resumable: bool,
 ) -> VerifyResult:
@@ -294,7 +294,7 @@ async def _guarded(
     round without paying for it twice. Open is never shipped either.
     """
     try:
-        return await _drive(run, opened, working, max_cost_usd)
+        return await _drive(run, opened, working, budget_usd)
     except (asyncio.CancelledError, BackendError) as exc:
         permanent = isinstance(exc, BackendError) and not exc.transient
         if not resumable or permanent:
@@ -324,7 +324,7 @@ def _escalate_quietly(run_id: str, reason: str) -> None:
 
 
 async def _drive(
-    run: LoopRun, opened: Any, working: Path | Change, max_cost_usd: float | None
+    run: LoopRun, opened: Any, working: Path | Change, budget_usd: float | None
 ) -> VerifyResult:
     run_id = opened.run_id
     rubric_md = read_exact(runs.run_dir(run_id) / "rubric.md")
@@ -393,7 +393,7 @@ async def _drive(
             spent_usd=run.cost,
             last_round_usd=last_round_cost,
             last_fix_usd=last_fix_cost,
-            budget_usd=max_cost_usd,
+            budget_usd=budget_usd,
         )
         if reason is not None:
             runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})

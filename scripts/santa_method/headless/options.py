@@ -5,7 +5,8 @@ batch nearly thirty; one value can be built once, checked by a type
 checker, shared between calls and changed with `dataclasses.replace`, as
 the agent SDK's own options are. Every field has the default its keyword
 had. The keyword calls of earlier releases still work for a release, with
-a DeprecationWarning.
+a DeprecationWarning, and so does `max_cost_usd`, the old name of
+`budget_usd` (the name the CLI and the config use).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ class VerifyOptions:
     fixer_model: str | None = None
     backend: str | Backend = "anthropic"
     max_fixes: int = 3
-    max_cost_usd: float | None = None
+    budget_usd: float | None = None
     timeout: float | None = None
     cache_warm: bool = False
     pre_check: str | None = None
@@ -48,6 +49,11 @@ class VerifyOptions:
     resume_run: str | None = None
     close_backend: bool = True
     resumable: bool = False
+    max_cost_usd: float | None = None
+    """The old name of `budget_usd` (deprecated): moved there, and None after."""
+
+    def __post_init__(self) -> None:
+        _old_budget_name(self)
 
 
 @dataclass(frozen=True)
@@ -68,7 +74,7 @@ class BatchOptions:
     exclude: Sequence[str] = field(default=())
     max_fixes: int = 3
     max_resamples: int = 2
-    max_cost_usd: float | None = None
+    budget_usd: float | None = None
     timeout: float | None = None
     in_place: bool = False
     resume: bool | str = False
@@ -80,6 +86,31 @@ class BatchOptions:
     concurrency: int | None = None
     on_event: EventHook | None = None
     project_dir: str | os.PathLike[str] | None = None
+    max_cost_usd: float | None = None
+    """The old name of `budget_usd` (deprecated): moved there, and None after."""
+
+    def __post_init__(self) -> None:
+        _old_budget_name(self)
+
+
+def _old_budget_name(options: VerifyOptions | BatchOptions) -> None:
+    """Move a budget given by its old name to `budget_usd`. It is cleared
+    after the move, so `dataclasses.replace` of the options never carries an
+    old value beside a new one."""
+    old = options.max_cost_usd
+    if old is None:
+        return
+    if options.budget_usd is not None:
+        raise TypeError(
+            f"{type(options).__name__} takes budget_usd; max_cost_usd is its old name: give one"
+        )
+    warnings.warn(
+        f"{type(options).__name__}(max_cost_usd=...) is deprecated; it is budget_usd now",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    object.__setattr__(options, "budget_usd", old)
+    object.__setattr__(options, "max_cost_usd", None)
 
 
 Options = TypeVar("Options", VerifyOptions, BatchOptions)

@@ -106,7 +106,7 @@ async def resume(
             models=state.models,
             backend=backend,
             max_fixes=state.max_fixes,
-            max_cost_usd=_budget_left(state),
+            budget_usd=_budget_left(state),
             timeout=timeout,
             cache_warm=cache_warm,
             pre_check=state.pre_check,
