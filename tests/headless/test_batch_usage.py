@@ -75,3 +75,29 @@ def test_cache_counts_may_be_absent(stub_server, tmp_path: Path, monkeypatch, ke
     usage_set_to(monkeypatch, key, None)
     (reply,) = run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc"))
     assert reply.tokens.input == 100 and reply.tokens.output == 20
+
+
+def test_a_stored_result_that_cannot_be_read_escalates_its_item_not_the_batch_for_ever(
+    stub_server, project: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The result is kept in the backend's state file: asking for --resume
+    # would read the same bytes again, so the item ends escalated (exit 1).
+    from santa_method.cli import main
+
+    items = project / "items"
+    items.mkdir()
+    (items / "note.md").write_text("Release note.\n", encoding="utf-8")
+    server = stub_server({REVIEWER: pass_reply()})
+    usage_set_to(monkeypatch, "output_tokens", "lots")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    argv = ["batch", str(items), "--spec-text", "A release note.", "--quiet"]
+    argv += ["--backend", "anthropic-batch"]
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert out.startswith("ESCALATED"), out
+    assert "cannot be read" in out + err
+    assert "Traceback" not in err and "internal error" not in err
+    assert main([*argv, "--resume"]) == 2  # nothing is left to resume

@@ -145,7 +145,12 @@ class AnthropicBatchBackend(AnthropicBackend):
         key = self._next_key(params, request.label)
         async with self._busy():
             message = await self._answer(key, params, request)
-        return self._review_reply(_view(message), params["model"])
+        try:
+            return self._review_reply(_view(message), params["model"])
+        except BackendError as exc:
+            # The result is stored: a resumed run would read the same bytes
+            # and fail the same way for ever, so its item is escalated.
+            raise BackendError(str(exc), transient=False) from None
 
     async def fix(self, request: FixRequest) -> FixReply:
         async with self._busy():
@@ -599,8 +604,7 @@ def _readable_results(batch_id: str) -> Iterator[None]:
         yield
     except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as exc:
         raise BackendError(
-            f"the results of Message Batch {batch_id} cannot be read: "
-            f"{type(exc).__name__}: {exc}"
+            f"the results of Message Batch {batch_id} cannot be read: {type(exc).__name__}: {exc}"
         ) from None
 
 
