@@ -10,6 +10,7 @@ from the code it checks.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -175,3 +176,15 @@ def reply(obj: Any, style: str = "plain") -> str:
     if style == "prose":
         return f"I read the assignment to the end.\n{body}\nThat is all."
     raise ValueError(style)
+
+
+_FENCE = re.compile(r"<<<OUTPUT (\S+)\n(.*?)OUTPUT \1>>>", re.S)
+
+
+def output_of(assignment: str) -> str:
+    """The output a reviewer's assignment fences, as a scripted reviewer
+    should read it: the assignment's run id, fence token and canary are
+    random hex, which can hold any four digits ('1999') by chance."""
+    found = _FENCE.search(assignment)
+    assert found, "a reviewer's assignment fences the output under review"
+    return found.group(2)

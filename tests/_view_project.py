@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from _reviews import BASE_IDS, review_of
+from _reviews import BASE_IDS, output_of, review_of
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, ReviewReply, Tokens
 from santa_method.headless.batch import BatchOptions
@@ -40,12 +40,6 @@ CRITERIA = BASE_IDS
 SPEC = "The README states the current release year, its real flags and a License section."
 HOSTILE = '<script>window.__pwned = 1</script> and <img src=x onerror="window.__pwned = 2">'
 _MARK = re.compile(r"BAD-([a-z-]+)")
-_FENCE = re.compile(r"<<<OUTPUT (\S+)\n(.*?)OUTPUT \1>>>", re.S)
-
-
-def _output_of(round_part: str) -> str:
-    found = _FENCE.search(round_part)
-    return found.group(2) if found else round_part
 
 
 def _problems(output: str, label: str, criteria: list[str]) -> list[dict[str, Any]]:
@@ -83,12 +77,14 @@ class ScriptedModel:
     async def review(self, request: Any) -> ReviewReply:
         canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
         criteria = [c for c in CRITERIA if f"### `{c}`" in request.prefix] or list(CRITERIA)
-        problems = _problems(_output_of(request.round_part), request.label, criteria)
+        problems = _problems(output_of(request.round_part), request.label, criteria)
         review = review_of(
             criteria,
             problems,
-            detail=lambda c, result: f"reviewer {request.label}: "
-            + ("see the critical issues" if result == "FAIL" else "nothing wrong found"),
+            detail=lambda c, result: (
+                f"reviewer {request.label}: "
+                + ("see the critical issues" if result == "FAIL" else "nothing wrong found")
+            ),
             suggestions=[f"reviewer {request.label} suggests a usage example"],
             canary=canary,
         )

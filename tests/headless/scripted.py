@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from _reviews import review_of
+from _reviews import output_of, review_of
 from santa_method.core.errors import BackendError
 from santa_method.headless.backends.base import (
     FixReply,
@@ -33,7 +33,7 @@ CRITERIA = (
 def year_review(request: ReviewRequest) -> dict[str, Any]:
     """FAIL (completeness, quoting 1999) while the output holds 1999, else PASS."""
     canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
-    bad = "1999" in request.round_part
+    bad = "1999" in output_of(request.round_part)
     flags = [{"criterion": "completeness", "issue": "old year", "quote": "1999"}] if bad else []
     # Suggestions differ, as real reviews do.
     return review_of(CRITERIA, flags, detail=None, suggestions=[request.label], canary=canary)
@@ -60,7 +60,7 @@ class Scripted:
         self.stop_at = stop_at
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
-        fixed = "1999" not in request.round_part
+        fixed = "1999" not in output_of(request.round_part)
         if self.stop is not None and (self.stop_at == "round-1" or fixed):
             self.stop.write_text("reviewing", encoding="utf-8")
             await asyncio.sleep(3600)  # killed here

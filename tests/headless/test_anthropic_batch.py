@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import output_of
 from e2e.stub_server import FIXER, REVIEWER, Error, Json, StubServer, first_user_text
 from santa_method.core.errors import BackendError, InputError
 from santa_method.core.schema import strict_schema
@@ -147,7 +148,7 @@ def test_verify_reaches_nice_with_every_review_in_a_batch(stub_server, project, 
     fixed = target.read_text().replace("1999", "2024")
 
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing(body, "Released in 1999."))
         return Json(passing(body))
 
@@ -367,6 +368,7 @@ def test_a_results_stream_that_cannot_be_read_is_a_backend_error(
     stub_server, tmp_path, monkeypatch, body
 ):
     server = stub_server({REVIEWER: pass_reply()})
+
     def results(self: StubServer, batch: Any) -> bytes:
         return body or json.dumps({"custom_id": batch.results[0]["custom_id"]}).encode() + b"\n"
 

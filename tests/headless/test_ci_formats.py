@@ -22,7 +22,7 @@ from junitparser import Failure, JUnitXml, Skipped
 from markdown_it import MarkdownIt
 from sarif_pydantic import Sarif
 
-from _reviews import review_of
+from _reviews import output_of, review_of
 from santa_method.cli import main
 from santa_method.cli.report_cmd import FORMATS as CLI_FORMATS
 from santa_method.headless import verify_sync
@@ -55,7 +55,7 @@ class Planted:
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
         canary = request.round_part.rstrip().rsplit("santa-canary: ", 1)[1]
-        text = request.round_part
+        text = output_of(request.round_part)
         issues = []
         if "1999" in text:
             issues.append(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import output_of
 from e2e.stub_server import FIXER, REVIEWER, Error, Json, Reply, Text, Usage, first_user_text
 from santa_method.cli import main
 from santa_method.core.errors import BackendError, InputError, RefusedError
@@ -52,7 +53,7 @@ def test_fix_then_nice_edits_a_working_copy(stub_server, project, target):
     original = target.read_text()
 
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing(body, "Released in 1999."))
         return Json(passing(body))
 
@@ -80,7 +81,7 @@ def test_fix_then_nice_edits_a_working_copy(stub_server, project, target):
 
 def test_in_place_edits_the_file(stub_server, project, target):
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing(body, "Released in 1999."))
         return Json(passing(body))
 
@@ -288,7 +289,7 @@ def test_reviewers_are_isolated(stub_server, project, target):
         mark = f"marker-{count['n']}"
         if len(body["messages"]) == 1 and count["n"] <= 2:
             return Text(f"not json {mark}")
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing(body, "Released in 1999.", mark))
         return Json(passing(body, mark))
 
@@ -334,7 +335,7 @@ def test_cache_warm_starts_the_others_once_the_first_streams(stub_server, projec
 
 def test_prefix_is_cached_and_identical_across_reviewers_and_rounds(stub_server, project, target):
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing(body, "Released in 1999."))
         return Json(passing(body))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from _reviews import output_of
 from e2e.stub_server import (
     FIXER,
     IGNORED_TOOLS,
@@ -118,7 +119,7 @@ def test_fixer_edits_the_working_copy_then_nice(
     original = target.read_text()
 
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing_review(body))
         return Json(passing(body))
 
@@ -242,7 +243,7 @@ def test_in_place_the_fixer_cannot_change_any_other_file(
     other.write_text("SAFE = True\n", encoding="utf-8")
 
     def reviewer(body: dict[str, Any]) -> Json:
-        if "1999" in first_user_text(body):
+        if "1999" in output_of(first_user_text(body)):
             return Json(failing_review(body))
         return Json(passing(body))
 

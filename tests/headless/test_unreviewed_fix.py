@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _reviews import output_of
 from santa_method.core.errors import BackendError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
@@ -135,7 +136,7 @@ class InvalidAfterFix(Scripted):
     """Reviews round 1 as Scripted does; every reply about the fixed text is no review."""
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
-        if "1999" not in request.round_part:
+        if "1999" not in output_of(request.round_part):
             return ReviewReply(text="I cannot review this.", tokens=Tokens(10, 5))
         return await super().review(request)
 
