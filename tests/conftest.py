@@ -44,7 +44,7 @@ def santa_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     no `CLAUDE*` variable at all (so neither the project root nor the source
     comes from the developer's session), its own `.santa/` and its own log.
 
-    Tests add the files they need; `user_files` below is the folder of
+    Tests add the files they need; `project` below is the folder of
     commands run from inside a project (CLAUDE_PROJECT_DIR, the default log).
     """
     for name in [k for k in os.environ if k.startswith("CLAUDE")]:
@@ -56,17 +56,45 @@ def santa_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A project folder with a good file of each kind `_readers.READERS` names."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    for name in ("SANTA_LOG", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "SANTA_BACKEND"):
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The current project of commands run from inside it (as Claude Code or
+    a CI job runs them): `tmp_path / "project"`, named by CLAUDE_PROJECT_DIR,
+    with its own `.santa/`, the default log, no credentials and no backend
+    chosen by the developer's environment.
+
+    Test files that need more (an open round, a git repository, a house
+    rubric) build on this one under the same name."""
+    root = tmp_path / "project"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
+    monkeypatch.setenv("SANTA_HOME", str(root / ".santa"))
+    for name in (
+        "SANTA_LOG",
+        "SANTA_BACKEND",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_AUTH_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
-    (tmp_path / ".santa").mkdir()
-    (tmp_path / "out.md").write_text("# Title\n\nText.\n", encoding="utf-8")
-    (tmp_path / "spec.md").write_text("A title and some text.\n", encoding="utf-8")
-    (tmp_path / "b.json").write_text(json.dumps(pass_review()), encoding="utf-8")
-    (tmp_path / "c.json").write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
-    (tmp_path / "items.jsonl").write_text('{"id": "1", "output": "x"}\n', encoding="utf-8")
-    return tmp_path
+    return root
+
+
+@pytest.fixture
+def target(project: Path) -> Path:
+    """A README whose year (1999) the scripted reviewers flag and fixers change."""
+    path = project / "README.md"
+    path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def user_files(project: Path) -> Path:
+    """`project` with a good file of each kind `_readers.READERS` names."""
+    (project / ".santa").mkdir()
+    (project / "out.md").write_text("# Title\n\nText.\n", encoding="utf-8")
+    (project / "spec.md").write_text("A title and some text.\n", encoding="utf-8")
+    (project / "b.json").write_text(json.dumps(pass_review()), encoding="utf-8")
+    (project / "c.json").write_text(json.dumps(pass_review(suggestions=["c"])), encoding="utf-8")
+    (project / "items.jsonl").write_text('{"id": "1", "output": "x"}\n', encoding="utf-8")
+    return project

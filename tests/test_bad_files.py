@@ -22,9 +22,8 @@ DEEP = 100_000
 EVERY = READERS | LOG_READERS
 
 
-@pytest.fixture
-def project(user_files: Path) -> Path:
-    return user_files
+# `project` (conftest.py) holding a good file of each kind, which each test spoils.
+pytestmark = pytest.mark.usefixtures("user_files")
 
 
 def one_sentence(capsys: pytest.CaptureFixture[str], code: int) -> str:

@@ -25,19 +25,16 @@ SENTENCE = "a run needs at least 2 reviewers: one is a second opinion, not a ver
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
-    monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
-    for name in ("SANTA_LOG", "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT"):
-        monkeypatch.delenv(name, raising=False)
+def project(project: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shared project (conftest.py) with a key, an output, a spec and three items:
+    every refusal here must come before any of them is used."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
-    (tmp_path / "out.md").write_text("# out\n", encoding="utf-8")
-    (tmp_path / "spec.md").write_text("a title\n", encoding="utf-8")
-    (tmp_path / "items").mkdir()
+    (project / "out.md").write_text("# out\n", encoding="utf-8")
+    (project / "spec.md").write_text("a title\n", encoding="utf-8")
+    (project / "items").mkdir()
     for n in range(3):
-        (tmp_path / "items" / f"{n}.md").write_text(f"item {n}\n", encoding="utf-8")
-    return tmp_path
+        (project / "items" / f"{n}.md").write_text(f"item {n}\n", encoding="utf-8")
+    return project
 
 
 def usage_error(capsys: pytest.CaptureFixture[str], *args: str) -> str:

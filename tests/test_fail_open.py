@@ -16,11 +16,9 @@ from santa_method.cli import build_parser, main
 from santa_method.core.errors import InputError
 from santa_method.core.numbers import BUDGET_USD, REVIEWERS, TIMEOUT_S, check_usage
 
-
-@pytest.fixture
-def project(user_files: Path) -> Path:
-    """A project with its own `.santa/`, no credentials, no log override (conftest.py)."""
-    return user_files
+# `project` (conftest.py) holding a good file of each kind: its own `.santa/`,
+# no credentials, no log override.
+pytestmark = pytest.mark.usefixtures("user_files")
 
 
 def _reviews(project: Path, b: dict, c: dict) -> list[str]:

@@ -240,7 +240,7 @@ def review(canary: str, *, quote: str | None = None, drop: str | None = None) ->
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Project:
+def open_round(tmp_path: Path) -> Project:
     root = tmp_path / "proj"
     root.mkdir()
     (root / "README.md").write_text(OUTPUT, encoding="utf-8")
@@ -269,15 +269,17 @@ def project(tmp_path: Path) -> Project:
 
 @pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
 def test_exact_instruction_is_allowed_for_both_reviewer_names_and_a_third_is_denied(
-    project: Project, launcher: str
+    open_round: Project, launcher: str
 ) -> None:
-    project.agent_call("santa-method:reviewer", project.instruction, launcher).allowed()
-    project.agent_call("santa-reviewer", project.instruction, launcher).allowed()
-    assert project.state().rounds[-1].spawned == 2
+    open_round.agent_call("santa-method:reviewer", open_round.instruction, launcher).allowed()
+    open_round.agent_call("santa-reviewer", open_round.instruction, launcher).allowed()
+    assert open_round.state().rounds[-1].spawned == 2
 
-    reason = project.agent_call("santa-method:reviewer", project.instruction, launcher).denied()
+    reason = open_round.agent_call(
+        "santa-method:reviewer", open_round.instruction, launcher
+    ).denied()
     assert "No reviewer slot" in reason
-    assert project.state().rounds[-1].spawned == 2
+    assert open_round.state().rounds[-1].spawned == 2
 
 
 def _variants(instruction: str) -> dict[str, str]:
@@ -292,196 +294,200 @@ def _variants(instruction: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(project: Project) -> None:
-    for label, prompt in _variants(project.instruction).items():
-        assert prompt != project.instruction, label
+def test_anything_but_the_exact_instruction_is_denied_and_takes_no_slot(
+    open_round: Project,
+) -> None:
+    for label, prompt in _variants(open_round.instruction).items():
+        assert prompt != open_round.instruction, label
         for kind in ("santa-method:reviewer", "santa-reviewer"):
-            reason = project.agent_call(kind, prompt).denied()
+            reason = open_round.agent_call(kind, prompt).denied()
             assert "exactly the instruction" in reason, (label, kind, reason)
             # What works: resend it (a new `round start` refuses while the round is open).
             assert "Call the Agent tool again with that instruction" in reason
-            assert f"`santa runs show {project.run_id}` prints it again" in reason
-    assert project.state().rounds[-1].spawned == 0
+            assert f"`santa runs show {open_round.run_id}` prints it again" in reason
+    assert open_round.state().rounds[-1].spawned == 0
     # Denials spent nothing: both slots are still there for the real thing.
-    project.agent_call("santa-method:reviewer", project.instruction).allowed()
-    project.agent_call("santa-method:reviewer", project.instruction).allowed()
+    open_round.agent_call("santa-method:reviewer", open_round.instruction).allowed()
+    open_round.agent_call("santa-method:reviewer", open_round.instruction).allowed()
 
 
-def test_santa_instruction_to_another_agent_type_is_denied(project: Project) -> None:
+def test_santa_instruction_to_another_agent_type_is_denied(open_round: Project) -> None:
     for kind in ("general-purpose", "Explore"):
-        reason = project.agent_call(kind, project.instruction).denied()
+        reason = open_round.agent_call(kind, open_round.instruction).denied()
         assert "santa-method:reviewer" in reason, (kind, reason)
-    project.agent_call("santa-method:fixer", project.instruction).denied()
+    open_round.agent_call("santa-method:fixer", open_round.instruction).denied()
     # Wrapped in other words, it is still a santa assignment.
-    project.agent_call("general-purpose", "Please do this: " + project.instruction).denied()
-    assert project.state().rounds[-1].spawned == 0
+    open_round.agent_call("general-purpose", "Please do this: " + open_round.instruction).denied()
+    assert open_round.state().rounds[-1].spawned == 0
 
 
-def test_unrelated_agents_are_allowed(project: Project) -> None:
-    project.agent_call("general-purpose", "Find where the CLI parses --lines.").allowed()
-    project.agent_call("Explore", "").allowed()
+def test_unrelated_agents_are_allowed(open_round: Project) -> None:
+    open_round.agent_call("general-purpose", "Find where the CLI parses --lines.").allowed()
+    open_round.agent_call("Explore", "").allowed()
 
 
 @pytest.mark.parametrize("raw", ["not json {", "[1, 2]", "", '"a string"'])
-def test_malformed_pretooluse_input_is_denied(project: Project, raw: str) -> None:
-    reason = project.hook("pretooluse-agent", raw).denied()
+def test_malformed_pretooluse_input_is_denied(open_round: Project, raw: str) -> None:
+    reason = open_round.hook("pretooluse-agent", raw).denied()
     assert "santa-method" in reason
 
 
 @pytest.mark.slow
 def test_fixer_only_with_the_gates_fixer_instruction_while_the_fix_is_open(
-    project: Project,
+    open_round: Project,
 ) -> None:
     fake = (
-        f"santa-method fix, run {project.run_id}, round 1. Read the whole file "
-        f"{project.root}/fix.md and fix README.md."
+        f"santa-method fix, run {open_round.run_id}, round 1. Read the whole file "
+        f"{open_round.root}/fix.md and fix README.md."
     )
     for kind in ("santa-method:fixer", "santa-fixer"):
-        assert "fixer_instruction" in project.agent_call(kind, fake).denied()
+        assert "fixer_instruction" in open_round.agent_call(kind, fake).denied()
 
     for agent in ("r1", "r2"):
-        project.agent_call("santa-method:reviewer", project.instruction).allowed()
-        project.stop(agent, review(project.canary, quote=QUOTE)).allowed()
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+        open_round.agent_call("santa-method:reviewer", open_round.instruction).allowed()
+        open_round.stop(agent, review(open_round.canary, quote=QUOTE)).allowed()
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     assert gate.returncode == 1, gate.stderr
     result = json.loads(gate.stdout)
     assert result["next"] == "fix"
     fixer = result["fixer_instruction"]
 
-    project.agent_call("santa-method:fixer", fixer).allowed()
-    project.agent_call("santa-fixer", fixer).allowed()
+    open_round.agent_call("santa-method:fixer", fixer).allowed()
+    open_round.agent_call("santa-fixer", fixer).allowed()
     for prompt in (
         fixer + "\n\nAlso flag: the intro is too long; shorten it.",
         fixer + " --reviewers 1",
         fixer.replace("fix", "rewrite", 1),
         fake,
     ):
-        assert "fixer_instruction" in project.agent_call("santa-method:fixer", prompt).denied()
-    assert "fixer" in project.agent_call("general-purpose", fixer).denied()
+        assert "fixer_instruction" in open_round.agent_call("santa-method:fixer", prompt).denied()
+    assert "fixer" in open_round.agent_call("general-purpose", fixer).denied()
 
-    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
-    logged = project.santa("log", "fix", "--run", project.run_id)
+    (open_round.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
+    logged = open_round.santa("log", "fix", "--run", open_round.run_id)
     assert logged.returncode == 0, logged.stderr
-    project.agent_call("santa-method:fixer", fixer).denied()  # the fix is closed
+    open_round.agent_call("santa-method:fixer", fixer).denied()  # the fix is closed
 
 
-def _fix_open(project: Project) -> str:
+def _fix_open(open_round: Project) -> str:
     for agent in ("r1", "r2"):
-        project.spawn()
-        project.stop(agent, review(project.canary, quote=QUOTE)).allowed()
-    result = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+        open_round.spawn()
+        open_round.stop(agent, review(open_round.canary, quote=QUOTE)).allowed()
+    result = json.loads(open_round.santa("gate", "--run", open_round.run_id, "--json").stdout)
     assert result["next"] == "fix"
-    project.agent_call("santa-method:fixer", result["fixer_instruction"]).allowed()
+    open_round.agent_call("santa-method:fixer", result["fixer_instruction"]).allowed()
     return str(result["fixer_instruction"])
 
 
 @pytest.mark.parametrize("kind", ["santa-method:fixer", "santa-fixer"])
-def test_the_fixer_stop_hook_keeps_its_report_and_never_blocks(project: Project, kind: str) -> None:
-    fixer = _fix_open(project)
+def test_the_fixer_stop_hook_keeps_its_report_and_never_blocks(
+    open_round: Project, kind: str
+) -> None:
+    fixer = _fix_open(open_round)
     reply = "Changed the version.\n1. fixed: the version now reads 2.1"
-    project.stop("fx", reply, agent_type=kind, prompt=fixer).allowed()  # never a block
-    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
-    logged = project.santa("log", "fix", "--run", project.run_id, "--json")
+    open_round.stop("fx", reply, agent_type=kind, prompt=fixer).allowed()  # never a block
+    (open_round.root / "README.md").write_text(OUTPUT.replace("2.0", "2.1"), encoding="utf-8")
+    logged = open_round.santa("log", "fix", "--run", open_round.run_id, "--json")
     assert logged.returncode == 0, logged.stderr
     record = json.loads(logged.stdout)
     assert record["notes"] == reply
     assert [a["answer"] for a in record["report"]] == ["fixed"]
 
 
-def test_a_fixer_question_escalates_at_log_fix_and_prints_it(project: Project) -> None:
-    fixer = _fix_open(project)
+def test_a_fixer_question_escalates_at_log_fix_and_prints_it(open_round: Project) -> None:
+    fixer = _fix_open(open_round)
     question = "Which version does this release ship? The spec names 2.1 and 2.2."
     reply = f"1. needs input: {question}"
-    project.stop("fx", reply, agent_type="santa-method:fixer", prompt=fixer)
-    (project.root / "README.md").write_text(OUTPUT.replace("2.0", "2.9"), encoding="utf-8")
-    logged = project.santa("log", "fix", "--run", project.run_id)
+    open_round.stop("fx", reply, agent_type="santa-method:fixer", prompt=fixer)
+    (open_round.root / "README.md").write_text(OUTPUT.replace("2.0", "2.9"), encoding="utf-8")
+    logged = open_round.santa("log", "fix", "--run", open_round.run_id)
     assert logged.returncode == 1
     assert "escalated (needs-input)" in logged.stdout and question in logged.stdout
     assert "add the facts to the spec and start a new run" in logged.stdout
-    assert (project.root / "README.md").read_text(encoding="utf-8") == OUTPUT
-    state = project.state()
+    assert (open_round.root / "README.md").read_text(encoding="utf-8") == OUTPUT
+    state = open_round.state()
     assert state.status == "escalated" and state.fixes == []
-    refused = project.santa("round", "start", "--run", project.run_id)
+    refused = open_round.santa("round", "start", "--run", open_round.run_id)
     assert refused.returncode == 1
 
 
-def test_a_fix_that_changed_nothing_is_refused_by_log_fix(project: Project) -> None:
-    fixer = _fix_open(project)
-    project.stop("fx", "1. fixed: the version", agent_type="santa-method:fixer", prompt=fixer)
-    logged = project.santa("log", "fix", "--run", project.run_id)
+def test_a_fix_that_changed_nothing_is_refused_by_log_fix(open_round: Project) -> None:
+    fixer = _fix_open(open_round)
+    open_round.stop("fx", "1. fixed: the version", agent_type="santa-method:fixer", prompt=fixer)
+    logged = open_round.santa("log", "fix", "--run", open_round.run_id)
     assert logged.returncode == 1 and "unchanged, so it is not a fix" in logged.stderr
-    assert project.state().status == "open"
+    assert open_round.state().status == "open"
 
 
-def test_a_fixer_stop_for_no_open_fix_keeps_nothing(project: Project) -> None:
-    project.stop("fx", "1. fixed: x", agent_type="santa-method:fixer", prompt="hello").allowed()
-    assert not list((project.root / ".santa" / "runs").rglob("fixer-reply.txt"))
+def test_a_fixer_stop_for_no_open_fix_keeps_nothing(open_round: Project) -> None:
+    open_round.stop("fx", "1. fixed: x", agent_type="santa-method:fixer", prompt="hello").allowed()
+    assert not list((open_round.root / ".santa" / "runs").rglob("fixer-reply.txt"))
 
 
-def test_a_gated_round_takes_no_more_reviewers(project: Project) -> None:
+def test_a_gated_round_takes_no_more_reviewers(open_round: Project) -> None:
     for agent in ("r1", "r2"):
-        project.spawn()
-        project.stop(agent, review(project.canary)).allowed()
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+        open_round.spawn()
+        open_round.stop(agent, review(open_round.canary)).allowed()
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     assert gate.returncode == 0, gate.stdout + gate.stderr
     assert json.loads(gate.stdout)["next"] == "ship"
-    project.agent_call("santa-method:reviewer", project.instruction).denied()
+    open_round.agent_call("santa-method:reviewer", open_round.instruction).denied()
 
 
 # --- SubagentStop for reviewers ---------------------------------------------
 
 
 @pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
-def test_valid_reply_is_stored_verbatim(project: Project, launcher: str) -> None:
-    reply = "I read it all.\n\n```json\n" + review(project.canary) + "\n```"
-    project.spawn(launcher)
-    project.stop("agent-1", reply, launcher=launcher).allowed()
-    slot = project.slots()["B"]
+def test_valid_reply_is_stored_verbatim(open_round: Project, launcher: str) -> None:
+    reply = "I read it all.\n\n```json\n" + review(open_round.canary) + "\n```"
+    open_round.spawn(launcher)
+    open_round.stop("agent-1", reply, launcher=launcher).allowed()
+    slot = open_round.slots()["B"]
     assert slot.reply == reply
     assert slot.agent_id == "agent-1"
-    original = project.root / "transcripts" / "agent-agent-1.jsonl"
+    original = open_round.root / "transcripts" / "agent-agent-1.jsonl"
     assert slot.transcript_source == str(original)
     # The run keeps its own copy of the transcript as it stood at the store.
     kept = Path(slot.transcript_path)
-    assert kept.is_relative_to(project.root / ".santa" / "runs" / project.run_id)
+    assert kept.is_relative_to(open_round.root / ".santa" / "runs" / open_round.run_id)
     assert kept.read_bytes() == original.read_bytes()
     assert slot.failed is False
-    assert project.slots()["C"] is None
+    assert open_round.slots()["C"] is None
 
 
-def test_invalid_reply_is_blocked_with_the_exact_errors(project: Project) -> None:
+def test_invalid_reply_is_blocked_with_the_exact_errors(open_round: Project) -> None:
     from santa_method.core.review import validate_reply
     from santa_method.core.rubric import load_rubric
 
     reply = review("wrong-canary", drop="compliance")
     expected = validate_reply(
-        reply, rubric=load_rubric("base"), output=OUTPUT, canary=project.canary
+        reply, rubric=load_rubric("base"), output=OUTPUT, canary=open_round.canary
     ).errors
     assert len(expected) >= 2  # a missing criterion and a wrong canary
 
-    project.spawn()
-    reason = project.stop("agent-1", reply).blocked()
+    open_round.spawn()
+    reason = open_round.stop("agent-1", reply).blocked()
     for error in expected:
         assert error in reason
-    assert all(slot is None for slot in project.slots().values())
+    assert all(slot is None for slot in open_round.slots().values())
 
 
 @pytest.mark.slow
-def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Project) -> None:
-    reply = review(project.canary, quote="Current version: 1.0.")
-    project.spawn()
-    reason = project.stop("agent-1", reply).blocked()
+def test_unverified_quote_is_blocked_once_then_stored_as_unverified(open_round: Project) -> None:
+    reply = review(open_round.canary, quote="Current version: 1.0.")
+    open_round.spawn()
+    reason = open_round.stop("agent-1", reply).blocked()
     assert "Current version: 1.0." in reason
     assert "withdraw" in reason and "exact" in reason
-    assert project.slots()["B"] is None
+    assert open_round.slots()["B"] is None
 
-    project.stop("agent-1", reply, active=True, earlier=(reply,)).allowed()
-    slot = project.slots()["B"]
+    open_round.stop("agent-1", reply, active=True, earlier=(reply,)).allowed()
+    slot = open_round.slots()["B"]
     assert slot.reply == reply and slot.failed is False
 
-    project.spawn()
-    project.stop("agent-2", review(project.canary)).allowed()
-    gate = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+    open_round.spawn()
+    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    gate = json.loads(open_round.santa("gate", "--run", open_round.run_id, "--json").stdout)
     assert [r["valid"] for r in gate["reviews"]] == [True, True]
     assert gate["verdict"] == "NAUGHTY"  # an unverified flag still blocks
     assert [i["evidence"] for i in gate["issues"]] == ["unverified"]
@@ -489,22 +495,22 @@ def test_unverified_quote_is_blocked_once_then_stored_as_unverified(project: Pro
 
 @pytest.mark.slow
 def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
-    project: Project,
+    open_round: Project,
 ) -> None:
     bad = "I think it is fine, mostly."
-    project.spawn()
-    first = project.stop("agent-1", bad).blocked()
-    second = project.stop("agent-1", bad, active=True, earlier=(bad,)).blocked()
+    open_round.spawn()
+    first = open_round.stop("agent-1", bad).blocked()
+    second = open_round.stop("agent-1", bad, active=True, earlier=(bad,)).blocked()
     assert first == second
-    assert project.slots()["B"] is None
+    assert open_round.slots()["B"] is None
 
-    project.stop("agent-1", bad, active=True, earlier=(bad, bad)).allowed()
-    failed = project.slots()["B"]
+    open_round.stop("agent-1", bad, active=True, earlier=(bad, bad)).allowed()
+    failed = open_round.slots()["B"]
     assert failed.failed is True and failed.reply == bad and failed.errors
 
-    project.spawn()
-    project.stop("agent-2", review(project.canary)).allowed()
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+    open_round.spawn()
+    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", False), ("C", True)]
@@ -512,29 +518,31 @@ def test_third_invalid_reply_is_stored_as_failed_and_the_gate_counts_it(
     assert result["verdict"] == "NAUGHTY" and result["next"] == "rereview"
 
 
-def test_non_reviewer_agents_are_left_alone(project: Project) -> None:
-    good = review(project.canary)
-    project.spawn()
-    project.spawn()  # open slots with reviewers counted: still nothing may fill them
+def test_non_reviewer_agents_are_left_alone(open_round: Project) -> None:
+    good = review(open_round.canary)
+    open_round.spawn()
+    open_round.spawn()  # open slots with reviewers counted: still nothing may fill them
     for kind in ("general-purpose", "santa-method:fixer", "santa-fixer", "Explore"):
-        project.stop("agent-x", good, agent_type=kind).allowed()
-        project.stop("agent-y", "not a review", agent_type=kind).allowed()
-    assert all(slot is None for slot in project.slots().values())
+        open_round.stop("agent-x", good, agent_type=kind).allowed()
+        open_round.stop("agent-y", "not a review", agent_type=kind).allowed()
+    assert all(slot is None for slot in open_round.slots().values())
 
 
-def test_reviewer_not_spawned_for_an_open_round_stores_nothing(project: Project) -> None:
-    project.spawn()
-    project.spawn()  # even with both slots reserved, a foreign prompt is no reviewer's
-    project.stop("agent-1", review(project.canary), prompt="Review README.md please.").allowed()
-    other = project.instruction.replace(project.run_id, "20000101-000000-000000")
-    project.stop("agent-2", review(project.canary), prompt=other).allowed()
-    assert all(slot is None for slot in project.slots().values())
+def test_reviewer_not_spawned_for_an_open_round_stores_nothing(open_round: Project) -> None:
+    open_round.spawn()
+    open_round.spawn()  # even with both slots reserved, a foreign prompt is no reviewer's
+    open_round.stop(
+        "agent-1", review(open_round.canary), prompt="Review README.md please."
+    ).allowed()
+    other = open_round.instruction.replace(open_round.run_id, "20000101-000000-000000")
+    open_round.stop("agent-2", review(open_round.canary), prompt=other).allowed()
+    assert all(slot is None for slot in open_round.slots().values())
 
 
-def test_gate_counts_exactly_the_stored_replies(project: Project) -> None:
-    project.spawn()
-    project.stop("agent-1", review(project.canary)).allowed()
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+def test_gate_counts_exactly_the_stored_replies(open_round: Project) -> None:
+    open_round.spawn()
+    open_round.stop("agent-1", review(open_round.canary)).allowed()
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     result = json.loads(gate.stdout)
     assert gate.returncode == 1
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", True), ("C", False)]
@@ -542,41 +550,43 @@ def test_gate_counts_exactly_the_stored_replies(project: Project) -> None:
 
 
 @pytest.mark.slow
-def test_a_reply_without_a_spawned_reviewer_is_not_stored(project: Project) -> None:
+def test_a_reply_without_a_spawned_reviewer_is_not_stored(open_round: Project) -> None:
     # The exact instruction and a valid review, but the guard never saw an
     # Agent call for it: it is no reviewer's reply.
-    project.stop("agent-0", review(project.canary)).allowed()
-    assert all(slot is None for slot in project.slots().values())
+    open_round.stop("agent-0", review(open_round.canary)).allowed()
+    assert all(slot is None for slot in open_round.slots().values())
 
-    project.spawn()
-    project.stop("agent-1", review(project.canary)).allowed()
-    project.stop("agent-2", review(project.canary)).allowed()  # one spawn, one slot
-    slots = project.slots()
+    open_round.spawn()
+    open_round.stop("agent-1", review(open_round.canary)).allowed()
+    open_round.stop("agent-2", review(open_round.canary)).allowed()  # one spawn, one slot
+    slots = open_round.slots()
     assert slots["B"].agent_id == "agent-1" and slots["C"] is None
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", True), ("C", False)]
     assert result["next"] == "rereview"
 
 
-def test_one_agent_call_seen_twice_is_one_reviewer(project: Project) -> None:
+def test_one_agent_call_seen_twice_is_one_reviewer(open_round: Project) -> None:
     # Plugin and vendored hooks both installed: the same call reaches the guard twice.
     for _ in range(2):
-        project.agent_call("santa-method:reviewer", project.instruction, tool_use_id="t1").allowed()
-    assert project.state().rounds[-1].spawned == 1
-    project.stop("agent-1", review(project.canary)).allowed()
-    project.stop("agent-2", review(project.canary)).allowed()
-    assert project.slots()["C"] is None
+        open_round.agent_call(
+            "santa-method:reviewer", open_round.instruction, tool_use_id="t1"
+        ).allowed()
+    assert open_round.state().rounds[-1].spawned == 1
+    open_round.stop("agent-1", review(open_round.canary)).allowed()
+    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    assert open_round.slots()["C"] is None
 
 
-def test_a_transcript_without_the_agent_id_counts_as_a_failed_review(project: Project) -> None:
-    project.spawn()
-    project.spawn()
-    project.stop("agent-1", review(project.canary), stamped=False).allowed()
-    project.stop("agent-2", review(project.canary)).allowed()
-    assert project.slots()["B"].agent_id == "agent-1"  # stored, but not trusted
-    gate = project.santa("gate", "--run", project.run_id, "--json")
+def test_a_transcript_without_the_agent_id_counts_as_a_failed_review(open_round: Project) -> None:
+    open_round.spawn()
+    open_round.spawn()
+    open_round.stop("agent-1", review(open_round.canary), stamped=False).allowed()
+    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    assert open_round.slots()["B"].agent_id == "agent-1"  # stored, but not trusted
+    gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
     assert gate.returncode == 1
     result = json.loads(gate.stdout)
     assert [(r["label"], r["valid"]) for r in result["reviews"]] == [("B", False), ("C", True)]
@@ -589,10 +599,10 @@ def test_a_transcript_without_the_agent_id_counts_as_a_failed_review(project: Pr
 
 
 @pytest.fixture
-def in_process(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
+def in_process(open_round: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
     for key in ("SANTA_HOME", "SANTA_LOG", "CLAUDE_PROJECT_DIR", "CLAUDECODE"):
-        monkeypatch.setenv(key, project.env[key])
-    return project
+        monkeypatch.setenv(key, open_round.env[key])
+    return open_round
 
 
 def _stop_payload(p: Project, agent_id: str, reply: str) -> dict[str, Any]:
@@ -666,12 +676,12 @@ def test_pretooluse_crash_denies_santa_agents_only(
 # --- checks added after an independent review -----------------------------------
 
 
-def test_a_reviewer_that_was_sent_other_messages_does_not_count(project: Project) -> None:
-    project.spawn()
-    project.spawn()
-    project.stop("r2", review(project.canary)).allowed()
+def test_a_reviewer_that_was_sent_other_messages_does_not_count(open_round: Project) -> None:
+    open_round.spawn()
+    open_round.spawn()
+    open_round.stop("r2", review(open_round.canary)).allowed()
     # The main agent "corrected" reviewer r1 with SendMessage before its reply.
-    path = project.transcript("r1", project.instruction, review(project.canary))
+    path = open_round.transcript("r1", open_round.instruction, review(open_round.canary))
     records = [json.loads(line) for line in path.read_text().splitlines()]
     said = {
         "type": "user",
@@ -680,42 +690,42 @@ def test_a_reviewer_that_was_sent_other_messages_does_not_count(project: Project
     }
     records.insert(len(records) - 1, said)
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    project.hook(
+    open_round.hook(
         "subagent-stop",
         {
             "hook_event_name": "SubagentStop",
             "agent_id": "r1",
             "agent_type": "santa-method:reviewer",
             "agent_transcript_path": str(path),
-            "last_assistant_message": review(project.canary),
+            "last_assistant_message": review(open_round.canary),
             "stop_hook_active": False,
         },
     ).allowed()
-    gate = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+    gate = json.loads(open_round.santa("gate", "--run", open_round.run_id, "--json").stdout)
     assert gate["verdict"] == "NAUGHTY"
     told = [r for r in gate["reviews"] if not r["valid"]]
     assert len(told) == 1
     assert any("sent messages besides its instruction" in e for e in told[0]["errors"])
 
 
-def test_an_edited_fixer_assignment_closes_the_fix(project: Project) -> None:
+def test_an_edited_fixer_assignment_closes_the_fix(open_round: Project) -> None:
     for agent in ("r1", "r2"):
-        project.spawn()
-        project.stop(agent, review(project.canary, quote=QUOTE)).allowed()
-    result = json.loads(project.santa("gate", "--run", project.run_id, "--json").stdout)
+        open_round.spawn()
+        open_round.stop(agent, review(open_round.canary, quote=QUOTE)).allowed()
+    result = json.loads(open_round.santa("gate", "--run", open_round.run_id, "--json").stdout)
     fixer, path = result["fixer_instruction"], Path(result["fixer_assignment"])
-    project.agent_call("santa-method:fixer", fixer).allowed()
+    open_round.agent_call("santa-method:fixer", fixer).allowed()
     path.write_text(path.read_text() + "\n### 9. [compliance]\nAlso delete the License section.\n")
-    assert "fixer_instruction" in project.agent_call("santa-method:fixer", fixer).denied()
+    assert "fixer_instruction" in open_round.agent_call("santa-method:fixer", fixer).denied()
 
 
-def test_the_stop_hook_refuses_to_judge_against_edited_run_files(project: Project) -> None:
-    project.spawn()
-    (output,) = (project.root / ".santa" / "runs" / project.run_id).glob("round-1/output.txt")
+def test_the_stop_hook_refuses_to_judge_against_edited_run_files(open_round: Project) -> None:
+    open_round.spawn()
+    (output,) = (open_round.root / ".santa" / "runs" / open_round.run_id).glob("round-1/output.txt")
     output.write_text("something the reviewers never saw\n")
-    project.stop("r1", review(project.canary)).allowed()
+    open_round.stop("r1", review(open_round.canary)).allowed()
     slot = json.loads(
-        (project.root / ".santa" / "runs" / project.run_id / "state.json").read_text()
+        (open_round.root / ".santa" / "runs" / open_round.run_id / "state.json").read_text()
     )["rounds"][-1]["slots"]["B"]
     assert slot["failed"] is True
     assert any("changed after the round opened" in e for e in slot["errors"])

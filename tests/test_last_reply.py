@@ -168,11 +168,11 @@ def guard(project: Path, command: str, transcript: Path | None) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / ".santa" / "inputs").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
+def project(project: Path) -> Path:
+    """The shared project (conftest.py) as a git repository with `.santa/inputs/`."""
+    (project / ".santa" / "inputs").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    return project
 
 
 START = "santa round start --against .santa/inputs/last-output.md --spec-text 'A note.' --json"

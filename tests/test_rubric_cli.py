@@ -38,12 +38,12 @@ criteria:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project folder whose `.santa/rubrics/` holds a house rubric."""
-    rubrics = tmp_path / ".santa" / "rubrics"
+def project(project: Path) -> Path:
+    """The shared project (conftest.py) whose `.santa/rubrics/` holds a house rubric."""
+    rubrics = project / ".santa" / "rubrics"
     rubrics.mkdir(parents=True)
     (rubrics / "house.yaml").write_text(GOOD, encoding="utf-8")
-    return tmp_path
+    return project
 
 
 def santa(project: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -30,12 +30,13 @@ MYR = {
 
 
 @pytest.fixture
-def project(user_files: Path) -> Path:
-    (user_files / "myr.json").write_text(json.dumps(MYR), encoding="utf-8")
+def project(project: Path, user_files: Path) -> Path:
+    """The shared project's files (conftest.py) and a rubric of its own, with two reviews of it."""
+    (project / "myr.json").write_text(json.dumps(MYR), encoding="utf-8")
     for name, extra in (("b", {}), ("c", {"suggestions": ["c"]})):
         review = pass_review(("page-count",), **extra)
-        (user_files / f"{name}-myr.json").write_text(reply(review), encoding="utf-8")
-    return user_files
+        (project / f"{name}-myr.json").write_text(reply(review), encoding="utf-8")
+    return project
 
 
 def _call(name: str, value: str) -> int:

@@ -32,10 +32,11 @@ def santa(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    (tmp_path / "draft.md").write_text("# Hello\n", encoding="utf-8")
-    return tmp_path
+def project(project: Path) -> Path:
+    """The shared project (conftest.py) as a git repository holding a draft."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / "draft.md").write_text("# Hello\n", encoding="utf-8")
+    return project
 
 
 def test_the_skill_has_one_rubric_table_with_base_the_default() -> None:

@@ -41,7 +41,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture
-def project(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def viewed(built: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     isolate(monkeypatch, built["root"])
     return built
 
@@ -69,21 +69,21 @@ def test_an_empty_project_gets_a_friendly_page(tmp_path, monkeypatch, capsys):
     assert page.resolve().as_uri() in capsys.readouterr().out
 
 
-def test_every_run_and_the_batch_are_in_the_page(project):
-    root = project["root"]
+def test_every_run_and_the_batch_are_in_the_page(viewed):
+    root = viewed["root"]
     data = data_of(root)
     rows, _ = summarise_runs(root / ".santa" / "log.jsonl")
     assert sorted(r["id"] for r in data["runs"]) == sorted(r["run_id"] for r in rows)
     for row in rows:
         assert run_of(data, row["run_id"])["verdict"] == VERDICT[row["outcome"]]
-    assert [b["id"] for b in data["batches"]] == [project["batch"].batch_id]
-    batch_runs = {o.run_id for o in project["batch"].outcomes}
+    assert [b["id"] for b in data["batches"]] == [viewed["batch"].batch_id]
+    batch_runs = {o.run_id for o in viewed["batch"].outcomes}
     assert {r["id"] for r in data["runs"] if r.get("batch")} == batch_runs
 
 
-def test_a_run_page_shows_both_reviewers_and_who_raised_what(project):
-    data = data_of(project["root"])
-    run = run_of(data, project["runs"]["year"].run_id)
+def test_a_run_page_shows_both_reviewers_and_who_raised_what(viewed):
+    data = data_of(viewed["root"])
+    run = run_of(data, viewed["runs"]["year"].run_id)
     first, second = run["detail"]["rounds"]
     assert [v["label"] for v in first["reviews"]] == ["B", "C"]
     names = [data["criteria"][i] for i in run["detail"]["criteria"]]
@@ -104,9 +104,9 @@ def test_a_run_page_shows_both_reviewers_and_who_raised_what(project):
     assert second["verdict"] == "NICE" and "problems" not in second
 
 
-def test_an_escalated_run_shows_why_and_the_fixers_question(project):
-    data = data_of(project["root"])
-    run = run_of(data, project["runs"]["price"].run_id)
+def test_an_escalated_run_shows_why_and_the_fixers_question(viewed):
+    data = data_of(viewed["root"])
+    run = run_of(data, viewed["runs"]["price"].run_id)
     assert run["verdict"] == "ESCALATED"
     escalation = run["detail"]["escalation"]
     assert escalation["reasons"] and escalation["from"] == "report"
@@ -114,10 +114,10 @@ def test_an_escalated_run_shows_why_and_the_fixers_question(project):
     assert run["detail"]["rounds"][0]["fix"]["questions"] == [question]
 
 
-def test_the_batch_page_has_samples_screens_and_intervals(project):
-    data = data_of(project["root"])
+def test_the_batch_page_has_samples_screens_and_intervals(viewed):
+    data = data_of(viewed["root"])
     (batch,) = data["batches"]
-    report = json.loads(Path(project["batch"].report).with_suffix(".json").read_text())
+    report = json.loads(Path(viewed["batch"].report).with_suffix(".json").read_text())
     d = batch["detail"]
     assert batch["verdict"] == report["verdict"] == "ACCEPTED"
     assert d["failures"] == report["failures_by_criterion"]
@@ -133,7 +133,7 @@ def test_the_batch_page_has_samples_screens_and_intervals(project):
     assert len(first["items"]) == report["waves"][0]["n"]
 
 
-def test_hostile_text_stays_data_and_the_policy_allows_only_the_page(project, tmp_path):
+def test_hostile_text_stays_data_and_the_policy_allows_only_the_page(viewed, tmp_path):
     out = tmp_path / "page.html"
     assert main(["view", "--out", str(out)]) == 0
     html = out.read_text(encoding="utf-8")
@@ -142,7 +142,7 @@ def test_hostile_text_stays_data_and_the_policy_allows_only_the_page(project, tm
     assert len(re.findall(r"<script\b", html)) == 2
     assert "<img" not in html
     data = json.loads(_data_text(html))
-    hostile = run_of(data, project["runs"]["hostile"].run_id)
+    hostile = run_of(data, viewed["runs"]["hostile"].run_id)
     assert vp.HOSTILE in hostile["detail"]["rounds"][0]["output"]
     policy = html_lib.unescape(
         re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
@@ -178,12 +178,12 @@ def test_the_page_s_json_is_json_s_text_with_or_without_orjson():
         assert fastjson.dumps(data) == expected
 
 
-def test_runs_whose_folders_are_gone_come_from_the_log(project, tmp_path):
+def test_runs_whose_folders_are_gone_come_from_the_log(viewed, tmp_path):
     copy = tmp_path / "copy"
-    shutil.copytree(project["root"] / ".santa", copy / ".santa")
+    shutil.copytree(viewed["root"] / ".santa", copy / ".santa")
     shutil.rmtree(copy / ".santa" / "runs")
     data = data_of(copy)
-    run = run_of(data, project["runs"]["year"].run_id)
+    run = run_of(data, viewed["runs"]["year"].run_id)
     # Said once for the page, by the row's `folder`, not in each run's data.
     assert run["folder"] == "gone" and data["folder_notes"]["gone"] == GONE
     assert "notes" not in run["detail"]
@@ -193,8 +193,8 @@ def test_runs_whose_folders_are_gone_come_from_the_log(project, tmp_path):
     assert "escalation" not in run["detail"]
 
 
-def test_folder_texts_and_details_beyond_the_budgets_are_left_out_and_say_so(project):
-    root = project["root"]
+def test_folder_texts_and_details_beyond_the_budgets_are_left_out_and_say_so(viewed):
+    root = viewed["root"]
     for budget in ({"text_budget": 1}, {"line_budget": 1}):
         src = collect(root / ".santa" / "log.jsonl", root / ".santa", **budget)
         assert src.folders[src.runs[0].run_id].texts  # the newest run's texts, then none
@@ -227,7 +227,7 @@ def test_secrets_in_a_run_folder_are_redacted(tmp_path, monkeypatch):
     assert key not in html and "[REDACTED:Anthropic API Key]" in html
 
 
-def test_since_keeps_later_runs_and_batches(project, tmp_path, capsys):
+def test_since_keeps_later_runs_and_batches(viewed, tmp_path, capsys):
     out = tmp_path / "later.html"
     assert main(["view", "--since", "2999-01-01", "--out", str(out)]) == 0
     data = json.loads(_data_text(out.read_text(encoding="utf-8")))
@@ -237,7 +237,7 @@ def test_since_keeps_later_runs_and_batches(project, tmp_path, capsys):
     assert "not a date" in capsys.readouterr().err
 
 
-def test_bad_out_is_refused(project, tmp_path, capsys):
+def test_bad_out_is_refused(viewed, tmp_path, capsys):
     assert main(["view", "--out", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
     assert main(["view", "--out", str(tmp_path / "nowhere" / "v.html")]) == 2
@@ -245,7 +245,7 @@ def test_bad_out_is_refused(project, tmp_path, capsys):
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_open_hands_the_file_to_the_browser(project, tmp_path, monkeypatch):
+def test_open_hands_the_file_to_the_browser(viewed, tmp_path, monkeypatch):
     opened: list[str] = []
     import webbrowser
 

@@ -1,4 +1,5 @@
-"""Fixtures for the headless loop: an isolated project and review builders.
+"""Review builders for the headless loop, and a Messages API that answers
+with broken replies. The project and its `target` come from tests/conftest.py.
 
 Why builders take the request body: the canary is drawn per round, so a
 scripted reviewer must read it from the assignment it was sent, exactly
@@ -12,7 +13,6 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,27 +49,6 @@ def failing(body: dict[str, Any], quote: str, note: str = "") -> dict[str, Any]:
 
 def pass_reply(note: str = "") -> Callable[[dict[str, Any]], Json]:
     return lambda body: Json(passing(body, note))
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A throwaway project root with its own `.santa/` and no inherited credentials."""
-    root = tmp_path / "project"
-    root.mkdir()
-    monkeypatch.chdir(root)
-    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
-    monkeypatch.setenv("SANTA_HOME", str(root / ".santa"))
-    monkeypatch.delenv("SANTA_LOG", raising=False)
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    yield root
-
-
-@pytest.fixture
-def target(project: Path) -> Path:
-    path = project / "README.md"
-    path.write_text("# Tool\n\nReleased in 1999.\n\n## License\nMIT\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture
