@@ -88,14 +88,16 @@ def test_a_reply_cut_once_is_sent_again_and_judged(
     stub_server, project: Path, target: Path, monkeypatch
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
-    cut_streams(monkeypatch, count=1)
-    backend = AnthropicBackend(base_url=server.base_url, api_key="test")
-    result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend))
+    # Cuts of their own, undone alone: `monkeypatch` also holds the project's
+    # folder and SANTA_HOME, which the uncut run below must keep.
+    with pytest.MonkeyPatch.context() as cuts:
+        cut_streams(cuts, count=1)
+        backend = AnthropicBackend(base_url=server.base_url, api_key="test")
+        result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend))
     assert result.verdict == "NICE"
     assert len(server.requests_for(REVIEWER)) == 3  # 2 reviewers, one of them twice
     # The cut try is billed too: its input and the token it wrote before the
     # cut (the stub's message_start), on top of what an uncut run costs.
-    monkeypatch.undo()
     again = AnthropicBackend(base_url=server.base_url, api_key="test")
     uncut = verify_sync(SPEC, target, options=VerifyOptions(backend=again))
     assert uncut.verdict == "NICE"
