@@ -74,3 +74,16 @@ def texts(n: int, defective: set[int], criterion: str = "completeness") -> list[
         )
         for i in range(n)
     ]
+
+
+def notes_batch(project: Path, base_url: str, monkeypatch: Any, n: int = 1) -> list[str]:
+    """`santa batch` arguments for `n` release notes reviewed through the
+    Message Batches API at `base_url` (the stub server)."""
+    items = project / "items"
+    items.mkdir()
+    for k in range(n):
+        (items / f"note-{k}.md").write_text(f"Release note {k}.\n", encoding="utf-8")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    argv = ["batch", str(items), "--spec-text", "A release note.", "--quiet"]
+    return [*argv, "--backend", "anthropic-batch"]

@@ -23,6 +23,7 @@ from santa_method.cli import main
 from santa_method.core.errors import BackendError
 from santa_method.headless.backends import anthropic as anthropic_backend
 
+from .batch_helpers import notes_batch
 from .conftest import pass_reply
 from .test_anthropic_batch import batch_creates, make, review_request, run_reviews
 
@@ -88,16 +89,9 @@ def result_downloads(server: StubServer) -> list[Any]:
 def test_santa_batch_with_its_results_cut_is_exit_3_and_resumes_the_same_batch(
     stub_server, project: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    items = project / "items"
-    items.mkdir()
-    for n in range(3):
-        (items / f"note-{n}.md").write_text(f"Release note {n}.\n", encoding="utf-8")
     server = stub_server({REVIEWER: pass_reply()})
     cuts = cut_results(monkeypatch)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
-    argv = ["batch", str(items), "--spec-text", "A release note.", "--quiet"]
-    argv += ["--backend", "anthropic-batch"]
+    argv = notes_batch(project, server.base_url, monkeypatch, 3)
 
     code = main(argv)
     out, err = capsys.readouterr()

@@ -14,6 +14,7 @@ import pytest
 from e2e.stub_server import REVIEWER, StubServer
 from santa_method.core.errors import BackendError
 
+from .batch_helpers import notes_batch
 from .conftest import pass_reply
 from .test_anthropic_batch import make, review_request, run_reviews
 
@@ -84,15 +85,9 @@ def test_a_stored_result_that_cannot_be_read_escalates_its_item_not_the_batch_fo
     # would read the same bytes again, so the item ends escalated (exit 1).
     from santa_method.cli import main
 
-    items = project / "items"
-    items.mkdir()
-    (items / "note.md").write_text("Release note.\n", encoding="utf-8")
     server = stub_server({REVIEWER: pass_reply()})
     usage_set_to(monkeypatch, "output_tokens", "lots")
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
-    argv = ["batch", str(items), "--spec-text", "A release note.", "--quiet"]
-    argv += ["--backend", "anthropic-batch"]
+    argv = notes_batch(project, server.base_url, monkeypatch)
 
     code = main(argv)
     out, err = capsys.readouterr()
