@@ -14,7 +14,6 @@ import pytest
 from e2e.stub_server import REVIEWER, StubServer
 from santa_method.core.errors import BackendError
 
-from .batch_helpers import notes_batch
 from .conftest import pass_reply
 from .test_anthropic_batch import make, review_request, run_reviews
 
@@ -76,23 +75,3 @@ def test_cache_counts_may_be_absent(stub_server, tmp_path: Path, monkeypatch, ke
     usage_set_to(monkeypatch, key, None)
     (reply,) = run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc"))
     assert reply.tokens.input == 100 and reply.tokens.output == 20
-
-
-def test_a_stored_result_that_cannot_be_read_escalates_its_item_not_the_batch_for_ever(
-    stub_server, project: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    # The result is kept in the backend's state file: asking for --resume
-    # would read the same bytes again, so the item ends escalated (exit 1).
-    from santa_method.cli import main
-
-    server = stub_server({REVIEWER: pass_reply()})
-    usage_set_to(monkeypatch, "output_tokens", "lots")
-    argv = notes_batch(project, server.base_url, monkeypatch)
-
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 1, err
-    assert out.startswith("ESCALATED"), out
-    assert "cannot be read" in out + err
-    assert "Traceback" not in err and "internal error" not in err
-    assert main([*argv, "--resume"]) == 2  # nothing is left to resume

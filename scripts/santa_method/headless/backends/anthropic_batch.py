@@ -145,12 +145,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         key = self._next_key(params, request.label)
         async with self._busy():
             message = await self._answer(key, params, request)
-        try:
-            return self._review_reply(_view(message), params["model"])
-        except BackendError as exc:
-            # The result is stored: a resumed run would read the same bytes
-            # and fail the same way for ever, so its item is escalated.
-            raise BackendError(str(exc), transient=False) from None
+        return self._review_reply(_view(message), params["model"])
 
     async def fix(self, request: FixRequest) -> FixReply:
         async with self._busy():
@@ -604,7 +599,8 @@ def _readable_results(batch_id: str) -> Iterator[None]:
         yield
     except (ValueError, LookupError, TypeError, AttributeError, AssertionError) as exc:
         raise BackendError(
-            f"the results of Message Batch {batch_id} cannot be read: {type(exc).__name__}: {exc}"
+            f"the results of Message Batch {batch_id} cannot be read: "
+            f"{type(exc).__name__}: {exc}"
         ) from None
 
 
