@@ -15,7 +15,6 @@ import pytest
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
 from santa_method.core.rubric import (
-    is_vague,
     lint,
     lint_report,
     list_rubrics,
@@ -24,6 +23,7 @@ from santa_method.core.rubric import (
     rubric_from_json,
     rubric_hash,
 )
+from santa_method.core.rubric_check import is_vague
 from santa_method.core.types import Rubric
 
 BASE_IDS = (
@@ -206,7 +206,10 @@ def test_every_packaged_rubric_passes_the_schema() -> None:
             "must be text, not a yes/no",
         ),
         ({"id": "a\n", "name": "n", "pass": "A link works.", "fail_signals": ["x"]}, "kebab-case"),
-        ({"id": "a", "name": "n", "pass": "A link works.", "fail_signals": None}, "no fail_signals"),
+        (
+            {"id": "a", "name": "n", "pass": "A link works.", "fail_signals": None},
+            "no fail_signals",
+        ),
         (
             {"id": "a", "name": "n", "pass": "A link works.", "fail_signals": ["x", " "]},
             "fail_signals[1] is empty",

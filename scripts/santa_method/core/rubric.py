@@ -1,8 +1,11 @@
 """Rubrics: load, combine, render, hash and lint the criteria reviewers judge by.
 
 A rubric is only as good as its criteria are objective, so the loader and
-the linter share one validator: a rubric that `santa rubric lint` rejects
-can never be loaded for a review, and one that it accepts always can.
+the linter share one validator (core/rubric_check.py, which checks each
+file on its own): a rubric that `santa rubric lint` rejects can never be
+loaded for a review, and one that it accepts always can. This module finds
+the files, resolves `extend` and combinations, and renders and hashes the
+result.
 
 Names resolve in the project's `.santa/rubrics/` first, then among the
 packaged rubrics, so a project can shadow a packaged rubric (a project
@@ -12,9 +15,6 @@ name to itself). Which values are files and which are names: `names_a_file`.
 from the same file (both extend `base`) is kept once, while the same id
 coming from two different files is an error, because reviewers must report
 every id exactly once and could not tell the two apart.
-
-All text is whitespace-normalised on load, so the rendered rubric and its
-hash do not change when a YAML file is merely re-wrapped.
 """
 
 from __future__ import annotations
@@ -25,20 +25,18 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any, Literal, overload
 
 from santa_method.core.data import data_dir
 from santa_method.core.errors import InputError
 from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text, too_deep
-from santa_method.core.schema import conforms
+from santa_method.core.rubric_check import TOO_DEEP, RubricDoc, parse_rubric
 from santa_method.core.types import Criterion, Rubric
 
 __all__ = [
     "LintReport",
     "RubricInfo",
-    "is_vague",
     "lint",
     "lint_report",
     "list_rubrics",
@@ -48,317 +46,22 @@ __all__ = [
     "rubric_hash",
 ]
 
-TOP_KEYS = ("name", "description", "extend", "criteria")
-CRITERION_KEYS = ("id", "name", "pass", "fail_signals")
 SUFFIXES = (".yaml", ".yml")
 
 _RUBRIC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
-_WORD = re.compile(r"[^\W_]+")
-
-# Words that say nothing a reviewer could check. A pass condition made only
-# of these (and of stopwords) is a matter of taste, and two reviewers will
-# judge it differently: exactly the drift an objective rubric exists to stop.
-_VAGUE = """
-good great nice fine ok okay decent solid strong sound excellent perfect optimal
-appropriate appropriately proper properly adequate adequately reasonable reasonably
-sufficient sufficiently satisfactory suitable suitably acceptable sensible
-high quality well written clear clearly clean polished professional professionally
-correct correctly accurate accurately valid consistent complete completely fully
-thorough thoroughly effective effectively relevant useful helpful meaningful
-readable concise engaging compelling best practice practices standard standards
-expectations expected requirements sense overall generally right
-output response answer content text result results work thing things everything
-way manner level degree job
-"""
-
-_STOP = """
-a an the and or but nor so if then than as of to in on at by for with without from
-into onto about over under up out this that these those it its itself there here
-is are was were be been being am do does did done has have had having
-will would shall should can could may might must not no yes
-all any each every some both either neither very really quite rather too also just
-enough more most much many whole
-which who whom whose what when where why how
-i we you he she they them their our your my me us his her
-meet meets met follow follows following use uses used make makes made look looks
-seem seems feel feels read reads get gets give gives writing
-"""
-
-VAGUE_WORDS = frozenset(_VAGUE.split())
-STOPWORDS = frozenset(_STOP.split())
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-@dataclass(frozen=True)
-class _Doc:
-    """One rubric file as written, before `extend` is resolved.
-
-    `criteria` keeps every entry that has a usable id, even an otherwise
-    invalid one, so the linter can still report ids duplicated through
-    `extend`; a document with `errors` is never used to build a Rubric.
-    """
-
-    key: str
-    label: str
-    name: str | None
-    description: str
-    extend: tuple[str, ...]
-    criteria: tuple[Criterion, ...]
-    errors: tuple[str, ...]
-    warnings: tuple[str, ...]
-
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-@cache
-def _yaml_loader() -> type:
-    """A safe loader that refuses duplicate keys.
-
-    PyYAML silently keeps the last of two `pass:` keys; in a rubric that
-    hides an authoring mistake, so it is an error here. The parser is
-    libyaml's where PyYAML has it: the pure-Python scanner takes seconds
-    over a few hundred nested brackets, libyaml stops at its nesting limit at once.
-    """
-    import yaml
-
-    class _Loader(fast_safe_loader()):  # type: ignore[misc]
-        pass
-
-    def construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-        loader.flatten_mapping(node)
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-            except TypeError:
-                continue
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key '{key}'", key_node.start_mark
-                )
-            seen.add(key)
-        return loader.construct_mapping(node, deep=True)
-
-    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return _Loader
-
-
-def fast_safe_loader() -> type:
-    """PyYAML's safe loader on libyaml when installed (it is, in PyYAML's wheels)."""
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def yaml_too_deep(exc: Exception) -> bool:
-    """A YAML error that means nesting past the parser's limit (libyaml's, or Python's stack)."""
-    return isinstance(exc, RecursionError) or "nesting depth" in str(exc)
-
-
-#: What `_load_yaml` says of YAML nested past the parser's limit.
-TOO_DEEP = "the YAML is nested too deeply to be a rubric"
-
-
-def _load_yaml(text: str) -> tuple[Any, str | None]:
-    import yaml
-
-    try:
-        return yaml.load(text, Loader=_yaml_loader()), None  # a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        if yaml_too_deep(exc):
-            return None, TOO_DEEP
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        return None, f"invalid YAML: {exc.problem}{where}"
-    except yaml.YAMLError as exc:
-        return None, f"invalid YAML: {_squash(str(exc))}"
-    except RecursionError:
-        return None, TOO_DEEP
-
-
-def _readable(doc: _Doc, path: str | os.PathLike[str] | None) -> _Doc:
-    """A rubric nested past what the parser follows cannot be read, let alone
-    judged: bad input (exit 2) naming the file, like an unreadable one."""
-    if TOO_DEEP in doc.errors:
-        raise too_deep("rubric", path)
-    return doc
-
-
-def is_vague(condition: str) -> bool:
-    """True when nothing checkable is left after dropping vague words and stopwords."""
-    words = _WORD.findall(condition.casefold())
-    return not any(w not in VAGUE_WORDS and w not in STOPWORDS for w in words)
-
-
-@cache
-def _schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(
-        (data_dir("schemas") / "rubric.schema.json").read_text(encoding="utf-8")
-    )
-    return loaded
-
-
-@cache
-def _validator() -> Any:
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(_schema())
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "a yes/no value"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def _good_id(raw: Any) -> str | None:
-    """A criterion's id when the schema accepts it (so messages can name it)."""
-    cid = raw.get("id") if isinstance(raw, dict) else None
-    pattern = _schema()["$defs"]["criterion"]["properties"]["id"]["pattern"]
-    return cid if isinstance(cid, str) and re.match(pattern, cid) else None
-
-
-# Where a problem sits, so they are listed in the order the file reads:
-# the document's own keys, then each criterion's id, name, pass and signals.
-_Place = tuple[int, int]
-_FIELD_ORDER = {k: i for i, k in enumerate(CRITERION_KEYS)}
-
-
-def _where(index: int, raw: Any) -> str:
-    cid = _good_id(raw)
-    return f"criterion '{cid}'" if cid else f"criteria[{index}]"
-
-
-def _sentences(error: Any, data: Any) -> list[tuple[_Place, str]]:
-    """The schema's own sentence(s) for one failed keyword, placed where it failed."""
-    path = list(error.absolute_path)
-    messages = error.schema.get("x-errors", {})
-    prefix, place = "", (-1, 0)
-    if len(path) >= 2 and path[0] == "criteria" and isinstance(path[1], int):
-        prefix = _where(path[1], data["criteria"][path[1]]) + ": "
-        path = path[2:]
-        place = (error.absolute_path[1], _FIELD_ORDER.get(str(path[0]), 0) if path else 0)
-    if error.validator == "required":
-        missing = [k for k in error.validator_value if k not in error.instance]
-        return [((place[0], _FIELD_ORDER[k]), prefix + messages["required"][k]) for k in missing]
-    if path and isinstance(path[-1], int):
-        field = f"{path[-2]}[{path[-1]}]"
-    else:
-        field = str(error.schema.get("title", ""))
-    template = messages.get(error.validator, f"{field} {error.message}")
-    text = template.format(field=field, type=_type_name(error.instance), value=error.instance)
-    return [(place, prefix + text)]
-
-
-def _criterion(
-    index: int, raw: dict[Any, Any], problems: list[tuple[_Place, str]]
-) -> Criterion | None:
-    """The criterion as written, squashed; the rules no schema states are added to `problems`."""
-    where = _where(index, raw)
-    condition = _squash(raw["pass"]) if isinstance(raw.get("pass"), str) else ""
-    if condition and is_vague(condition):
-        problems.append(
-            (
-                (index, _FIELD_ORDER["pass"]),
-                f"{where}: the pass condition '{condition}' is made only of vague words; "
-                "say what must be true, checkable against the spec and the output",
-            )
-        )
-    cid = _good_id(raw)
-    if cid is None:
-        return None
-    signals = raw.get("fail_signals")
-    return Criterion(
-        id=cid,
-        name=_squash(raw["name"]) if isinstance(raw.get("name"), str) else "",
-        pass_=condition,
-        fail_signals=tuple(
-            _squash(s)
-            for s in (signals if isinstance(signals, list) else ())
-            if isinstance(s, str) and _squash(s)
-        ),
-    )
-
-
-def _parse(text: str, key: str, label: str) -> _Doc:
-    """Check one document on its own; never raises, every problem is collected.
-
-    The shape is checked by `schemas/rubric.schema.json`, which also holds
-    each shape error's sentence; what no schema can say (vague pass
-    conditions, an id used twice, nothing to review) is checked here.
-    """
-    data, yaml_error = _load_yaml(text)
-    if yaml_error is not None:
-        return _Doc(key, label, None, "", (), (), (yaml_error,), ())
-    if data is None:
-        return _Doc(key, label, None, "", (), (), ("the rubric is empty",), ())
-    problems: list[tuple[_Place, str]] = []
-    bad_extend = False
-    for error in () if conforms("rubric_schema", data) else _validator().iter_errors(data):
-        problems += _sentences(error, data)
-        bad_extend = bad_extend or list(error.absolute_path)[:1] == ["extend"]
-    if not isinstance(data, dict):
-        return _Doc(key, label, None, "", (), (), tuple(m for _, m in problems), ())
-    warnings = [f"unknown top-level key '{k}' is ignored" for k in data if k not in TOP_KEYS]
-    raw_extend = data.get("extend") or ()
-    extend: tuple[str, ...] = ()
-    if not bad_extend:
-        extend = tuple(
-            e.strip() for e in ([raw_extend] if isinstance(raw_extend, str) else raw_extend)
-        )
-    raw_criteria = data.get("criteria")
-    listed = raw_criteria if isinstance(raw_criteria, list) else []
-    if raw_criteria in (None, []) and not extend:
-        problems.append(((-1, 1), "the rubric defines no criteria and extends no other rubric"))
-    criteria: list[Criterion] = []
-    first_at: dict[str, int] = {}
-    for i, raw in enumerate(listed):
-        if not isinstance(raw, dict):
-            continue
-        crit = _criterion(i, raw, problems)
-        unknown = [k for k in raw if k not in CRITERION_KEYS]
-        warnings += [f"{_where(i, raw)}: unknown key '{k}' is ignored" for k in unknown]
-        if crit is None:
-            continue
-        if crit.id in first_at:
-            problems.append(
-                (
-                    (i, len(CRITERION_KEYS)),
-                    f"criteria[{i}]: duplicate id '{crit.id}' (first used by criteria[{first_at[crit.id]}])",
-                )
-            )
-            continue
-        first_at[crit.id] = i
-        criteria.append(crit)
-    name, description = data.get("name"), data.get("description")
-    return _Doc(
-        key=key,
-        label=label,
-        name=_squash(name) if isinstance(name, str) and name.strip() else None,
-        description=_squash(description) if isinstance(description, str) else "",
-        extend=extend,
-        criteria=tuple(criteria),
-        errors=tuple(dict.fromkeys(m for _, m in sorted(problems, key=lambda p: p[0]))),
-        warnings=tuple(warnings),
-    )
 
 
 # --------------------------------------------------------------------------- resolving
 
 _Entry = tuple[str, Criterion]  # (key of the file that defines it, criterion)
+
+
+def _readable(doc: RubricDoc, path: str | os.PathLike[str] | None) -> RubricDoc:
+    """A rubric nested past what the parser follows cannot be read, let alone
+    judged: bad input (exit 2) naming the file, like an unreadable one."""
+    if TOO_DEEP in doc.errors:
+        raise too_deep("rubric", path)
+    return doc
 
 
 def _merge(
@@ -424,7 +127,7 @@ class _Resolver:
             *((Path(d), "project") for d in search_dirs),
             (_packaged_dir(), "packaged"),
         )
-        self.docs: dict[str, _Doc] = {}
+        self.docs: dict[str, RubricDoc] = {}
         self.labels: dict[str, str] = {}
 
     def label(self, key: str) -> str:
@@ -484,16 +187,16 @@ class _Resolver:
         known = ", ".join(self.known_names()) or "none"
         raise InputError(f"unknown rubric '{ref}'{hint}; known rubrics: {known}")
 
-    def add(self, doc: _Doc) -> _Doc:
+    def add(self, doc: RubricDoc) -> RubricDoc:
         self.docs[doc.key] = doc
         self.labels.setdefault(doc.key, doc.label)
         return doc
 
-    def doc(self, path: Path) -> _Doc:
+    def doc(self, path: Path) -> RubricDoc:
         key = str(path)
         if key not in self.docs:
             text = read_text(path, "rubric", MAX_RUBRIC_BYTES)
-            self.add(_readable(_parse(text, key, self.labels.get(key, f"'{path}'")), path))
+            self.add(_readable(parse_rubric(text, key, self.labels.get(key, f"'{path}'")), path))
         return self.docs[key]
 
     def flatten(self, path: Path, stack: tuple[Path, ...] = ()) -> list[_Entry]:
@@ -660,11 +363,11 @@ def lint_report(
         self_path = Path(target).expanduser().resolve()
         source = os.fspath(target)
         text = read_text(self_path, "rubric", MAX_RUBRIC_BYTES)
-        doc = resolver.add(_readable(_parse(text, str(self_path), f"'{source}'"), source))
+        doc = resolver.add(_readable(parse_rubric(text, str(self_path), f"'{source}'"), source))
         base_dir: Path | None = self_path.parent
     else:
         source = "<text>"
-        doc = resolver.add(_readable(_parse(target, source, "the rubric being linted"), None))
+        doc = resolver.add(_readable(parse_rubric(target, source, "the rubric being linted"), None))
         base_dir = None
     errors = list(doc.errors)
     groups: list[Sequence[_Entry]] = []
@@ -732,7 +435,9 @@ def list_rubrics(search_dirs: Sequence[str | os.PathLike[str]] = ()) -> list[Rub
                     found[name] = _replace_shadows(found[name])
                 continue
             try:
-                doc = _parse(read_text(path, "rubric", MAX_RUBRIC_BYTES), str(path), str(path))
+                doc = parse_rubric(
+                    read_text(path, "rubric", MAX_RUBRIC_BYTES), str(path), str(path)
+                )
             except InputError as exc:
                 found[name] = RubricInfo(name, source, path, "", error=str(exc))
                 continue

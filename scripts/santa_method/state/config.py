@@ -104,7 +104,7 @@ def parse_config(text: str, *, source: str = CONFIG_NAME, base_dir: Path | None 
     """A Config from YAML text; relative `log` paths are taken from `base_dir` (the project root)."""
     import yaml
 
-    from santa_method.core.rubric import fast_safe_loader, yaml_too_deep
+    from santa_method.core.yaml_safe import fast_safe_loader, yaml_too_deep
 
     try:
         data = yaml.load(text, Loader=fast_safe_loader())
