@@ -193,6 +193,23 @@ def test_runs_whose_folders_are_gone_come_from_the_log(viewed, tmp_path):
     assert "escalation" not in run["detail"]
 
 
+def test_a_run_state_this_santa_cannot_read_is_named_and_its_run_still_shown(viewed, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(viewed["root"] / ".santa", copy / ".santa")
+    damaged, intact = viewed["runs"]["year"].run_id, viewed["runs"]["clean"].run_id
+    path = copy / ".santa" / "runs" / damaged / "state.json"
+    state = json.loads(path.read_text(encoding="utf-8"))
+    state["rounds"][0]["slots"] = {"B": {"reply": 7}}
+    path.write_text(json.dumps(state), encoding="utf-8")
+    data = data_of(copy)
+    run = run_of(data, damaged)
+    assert run["folder"] == "unreadable"
+    (note,) = run["detail"]["notes"]
+    assert "state.rounds[0].slots['B'].reply is not a string" in note, note
+    assert "output" not in run["detail"]["rounds"][0]  # from the log only, not half read
+    assert run_of(data, intact)["folder"] == "texts"
+
+
 def test_folder_texts_and_details_beyond_the_budgets_are_left_out_and_say_so(viewed):
     root = viewed["root"]
     for budget in ({"text_budget": 1}, {"line_budget": 1}):
@@ -225,6 +242,96 @@ def test_secrets_in_a_run_folder_are_redacted(tmp_path, monkeypatch):
     written = write_view(log_path=tmp_path / ".santa" / "log.jsonl", home=tmp_path / ".santa")
     html = written.path.read_text(encoding="utf-8")
     assert key not in html and "[REDACTED:Anthropic API Key]" in html
+
+
+def _copy_batch(viewed: dict[str, Any], home: Path, name: str) -> dict[str, Any]:
+    """The built batch's folder copied under `home` as `name`, its state loaded."""
+    src = Path(viewed["root"]) / ".santa" / "batches" / viewed["batch"].batch_id
+    dest = home / "batches" / name
+    shutil.copytree(src, dest)
+    return json.loads((dest / "state.json").read_text(encoding="utf-8"))
+
+
+def _save_state(home: Path, name: str, state: Any) -> None:
+    (home / "batches" / name / "state.json").write_text(json.dumps(state), encoding="utf-8")
+
+
+def test_secrets_in_a_batch_folder_are_redacted_and_its_rubric_and_records_left_out(
+    viewed, tmp_path
+):
+    key = "sk-ant-api03-" + "Q" * 40
+    home = tmp_path / ".santa"
+    name = "b-20990101-000000-abcdef"
+    state = _copy_batch(viewed, home, name)
+    wave = state["waves"][0]
+    item = wave["items"][0]
+    next(o for o in wave["outcomes"].values() if o["item"] == item)["reason"] = f"it quotes {key}"
+    state["reasons"] = [f"the key {key} was seen"]
+    state["items"][0]["record"] = {"text": "a record the page never shows"}
+    state["options"]["rubric"]["name"] = "a rubric the page never shows"
+    _save_state(home, name, state)
+    (home / "batches" / name / "report.json").unlink()  # the state alone speaks
+
+    written = write_view(log_path=home / "log.jsonl", home=home, out=tmp_path / "page.html")
+    html = written.path.read_text(encoding="utf-8")
+    assert key not in html and "[REDACTED:Anthropic API Key]" in html
+    (batch,) = json.loads(_data_text(html))["batches"]
+    shown = next(i for i in batch["detail"]["samples"][0]["items"] if i["item"] == item)
+    assert shown["reason"] == "it quotes [REDACTED:Anthropic API Key]"
+    assert batch["detail"]["reasons"] == ["the key [REDACTED:Anthropic API Key] was seen"]
+    assert "rubric" not in batch["detail"]["options"]
+    assert "never shows" not in html
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda s: "{not json", "is unreadable"),
+        (lambda s: [s], "is not a batch state"),
+        (lambda s: {**s, "version": 99}, "written by a newer santa"),
+        (lambda s: {**s, "items": "all"}, "state.items is not a list"),
+        (
+            lambda s: {
+                **s,
+                "waves": [
+                    {
+                        **s["waves"][0],
+                        "outcomes": {
+                            k: {**o, "rounds": "three"}
+                            for k, o in s["waves"][0]["outcomes"].items()
+                        },
+                    }
+                ],
+            },
+            "rounds is not a whole number or null",
+        ),
+        (
+            lambda s: {**s, "waves": [{**s["waves"][0], "screens": {KEY: {"x": {"result": 1}}}}]},
+            "is not a string",
+        ),
+    ],
+)
+def test_a_batch_state_this_santa_cannot_read_is_named_and_the_page_still_built(
+    viewed, tmp_path, damage, said
+):
+    home = tmp_path / ".santa"
+    state = _copy_batch(viewed, home, "b-20990101-000000-abcdef")
+    _copy_batch(viewed, home, "b-20990101-000001-abcdef")  # a good one beside it
+    damaged = damage(state)
+    text = damaged if isinstance(damaged, str) else json.dumps(damaged)
+    (home / "batches" / "b-20990101-000000-abcdef" / "state.json").write_text(text)
+
+    src = collect(home / "log.jsonl", home)
+    data = page_data(src, generated="x", since=None)
+    bad, good = (
+        next(b for b in data["batches"] if b["id"].endswith(n)) for n in ("0-abcdef", "1-abcdef")
+    )
+    assert bad["detail"] is None and said in bad["problem"], bad["problem"]
+    assert KEY not in bad["problem"]  # a key of the file may be quoted: redacted
+    assert good["detail"] is not None and good["verdict"] == "ACCEPTED"
+
+
+KEY = "sk-ant-api03-" + "Z" * 40
 
 
 def test_since_keeps_later_runs_and_batches(viewed, tmp_path, capsys):

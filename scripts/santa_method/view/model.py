@@ -27,6 +27,7 @@ from typing import Any
 
 from santa_method.core.fixreport import NEEDS_INPUT
 from santa_method.state.metrics import RunView
+from santa_method.state.model.batch import BatchState, Wave
 from santa_method.view.marks import Located, line_diff, merge_spans
 from santa_method.view.sources import LINE_BUDGET, TEXT_BUDGET, BatchFiles, RunFiles, Sources
 
@@ -408,30 +409,32 @@ def _escalation(
 
 
 def batch_entry(batch: BatchFiles) -> dict[str, Any]:
-    """A batch's line in the table and its page."""
-    state = batch.state or {}
+    """A batch's line in the table and its page: its typed state, with the
+    report's figures where it has one (a batch still open has none)."""
+    state = batch.state
     report = batch.report or {}
-    waves = [w for w in state.get("waves") or [] if isinstance(w, dict)]
-    verdict = _str(report.get("verdict")) or _str(state.get("verdict")) or "open"
+    waves = state.waves if state is not None else []
+    verdict = _str(report.get("verdict")) or (state.verdict if state else None) or "open"
     row: dict[str, Any] = {
         "id": batch.batch_id,
-        "created": _str(state.get("created")) or "",
+        "created": state.created if state is not None else "",
         "verdict": verdict,
-        "status": _str(state.get("status")) or "unknown",
+        "status": (state.status if state else None) or "unknown",
         "population": _number(report.get("population")) or _population(state),
-        "reviewed": sum(len(w.get("outcomes") or {}) for w in waves),
-        "cost": _number(report.get("cost_usd", state.get("cost_usd"))),
+        "reviewed": sum(len(w.outcomes) for w in waves),
+        "cost": _number(report.get("cost_usd", state.cost_usd if state else None)),
         "samples": len(waves),
     }
-    if batch.state is None:
+    if state is None:
         row["detail"] = None
         row["problem"] = batch.problem
         return row
+    options = state.options.to_json()
     row["detail"] = {
-        "mode": _str(state.get("mode")),
-        "seed": state.get("seed") if isinstance(state.get("seed"), int) else None,
+        "mode": state.mode or None,
+        "seed": state.seed,
         "options": {
-            k: v for k, v in (state.get("options") or {}).items() if _plain(v) and k != "exclude"
+            k: v for k, v in options.items() if _plain(v) and k not in ("exclude", "rubric")
         },
         "guarantee": _str(report.get("guarantee")),
         "estimate": report.get("estimate") if isinstance(report.get("estimate"), dict) else None,
@@ -440,107 +443,95 @@ def batch_entry(batch: BatchFiles) -> dict[str, Any]:
         else None,
         "estimate_statement": _str(report.get("estimate_statement")),
         "cost_share": _number(report.get("cost_relative_to_all")),
-        "reasons": _strs(report.get("reasons") or state.get("reasons")),
+        "reasons": _strs(report.get("reasons")) or list(state.reasons or []),
         "warnings": _strs(report.get("warnings")),
         "failures": _failures(waves),
         "systemic": _strs(report.get("systemic")),
-        "strata": _strata(state, waves),
+        "strata": _strata(state),
         "samples": [_sample(w) for w in waves],
-        "changed": len(state.get("changed") or {}),
+        "changed": len(state.changed),
     }
     return row
 
 
-def _population(state: Mapping[str, Any]) -> int:
-    excluded = set(_strs((state.get("options") or {}).get("exclude")))
-    return sum(1 for i in _dicts(state.get("items")) if i.get("id") not in excluded)
+def _population(state: BatchState | None) -> int:
+    if state is None:
+        return 0
+    excluded = set(state.options.exclude)
+    return sum(1 for i in state.items if i.id not in excluded)
 
 
-def _outcomes(wave: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [o for o in (wave.get("outcomes") or {}).values() if isinstance(o, dict)]
-
-
-def _failures(waves: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+def _failures(waves: Sequence[Wave]) -> dict[str, list[str]]:
     """Criterion -> items whose first round failed it, over every sample."""
     found: dict[str, list[str]] = {}
     for wave in waves:
-        for outcome in _outcomes(wave):
-            for criterion in _strs(outcome.get("criteria")):
-                found.setdefault(criterion, []).append(str(outcome.get("item")))
+        for outcome in wave.outcomes.values():
+            for criterion in outcome.criteria:
+                found.setdefault(criterion, []).append(outcome.item)
     return dict(sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
-def _strata(state: Mapping[str, Any], waves: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    items = _dicts(state.get("items"))
-    if not any(i.get("stratum") is not None for i in items):
+def _strata(state: BatchState) -> list[dict[str, Any]]:
+    if not any(i.stratum is not None for i in state.items):
         return []
-    of = {str(i.get("id")): str(i.get("stratum") or "(none)") for i in items}
+    of = {i.id: i.stratum or "(none)" for i in state.items}
     table: dict[str, dict[str, Any]] = {}
     for name in of.values():
         table.setdefault(name, {"name": name, "items": 0, "sampled": 0, "failed": 0})["items"] += 1
-    for wave in waves:
-        for item in _strs(wave.get("items")):
+    for wave in state.waves:
+        for item in wave.items:
             if item in of:
                 table[of[item]]["sampled"] += 1
-        for outcome in _outcomes(wave):
-            if outcome.get("failed") and str(outcome.get("item")) in of:
-                table[of[str(outcome["item"])]]["failed"] += 1
+        for outcome in wave.outcomes.values():
+            if outcome.failed and outcome.item in of:
+                table[of[outcome.item]]["failed"] += 1
     return sorted(table.values(), key=lambda s: s["name"])
 
 
-def _sample(wave: Mapping[str, Any]) -> dict[str, Any]:
-    plan: dict[str, Any] = wave["plan"] if isinstance(wave.get("plan"), dict) else {}
-    outcomes = {str(o.get("item")): o for o in _outcomes(wave)}
+def _sample(wave: Wave) -> dict[str, Any]:
+    outcomes = {o.item: o for o in wave.outcomes.values()}
     items = []
-    for item in _strs(wave.get("items")):
+    for item in wave.items:
         o = outcomes.get(item)
         items.append(
             {
                 "item": item,
-                "status": _str(o.get("status")) if o else "waiting",
-                "criteria": _strs(o.get("criteria")) if o else [],
-                "failed": bool(o.get("failed")) if o else False,
-                "rounds": _number(o.get("rounds")) if o else None,
-                "cost": _number(o.get("cost_usd")) if o else None,
-                "run": _str(o.get("run_id")) if o else None,
-                "reason": _str(o.get("reason")) if o else None,
+                "status": o.status if o else "waiting",
+                "criteria": list(o.criteria) if o else [],
+                "failed": o.failed if o else False,
+                "rounds": o.rounds if o else None,
+                "cost": _number(o.cost_usd) if o else None,
+                "run": _str(o.run_id) if o else None,
+                "reason": _str(o.reason) if o else None,
             }
         )
-    screens = []
-    for criterion, by_item in (wave.get("screens") or {}).items():
-        found = (
-            [f for f in by_item.values() if isinstance(f, dict)]
-            if isinstance(by_item, dict)
-            else []
-        )
-        screens.append(
-            {
-                "criterion": str(criterion),
-                **{
-                    k: sum(1 for f in found if f.get("result") == k)
-                    for k in ("clean", "flagged", "unusable")
-                },
-                "fixed": sum(1 for f in found if f.get("fixed")),
-                "flagged_items": [
-                    {"item": str(i), "fixed": bool(f.get("fixed"))}
-                    for i, f in by_item.items()
-                    if isinstance(f, dict) and f.get("result") == "flagged"
-                ],
-            }
-        )
-    decision = wave.get("decision") if isinstance(wave.get("decision"), dict) else None
+    screens = [
+        {
+            "criterion": criterion,
+            **{
+                k: sum(1 for f in by_item.values() if f.result == k)
+                for k in ("clean", "flagged", "unusable")
+            },
+            "fixed": sum(1 for f in by_item.values() if f.fixed),
+            "flagged_items": [
+                {"item": i, "fixed": f.fixed} for i, f in by_item.items() if f.result == "flagged"
+            ],
+        }
+        for criterion, by_item in wave.screens.items()
+    ]
+    plan, decision = wave.plan, wave.decision
     return {
-        "number": _number(wave.get("number")),
-        "statement": _str(plan.get("statement")),
-        "population": _number(plan.get("population")),
-        "detection": _number(plan.get("detection_probability")),
-        "method": _str(plan.get("method")),
+        "number": wave.number,
+        "statement": plan.statement or None,
+        "population": plan.population,
+        "detection": _number(plan.detection_probability),
+        "method": plan.method or None,
         "items": items,
-        "skipped": _strs(wave.get("skipped")),
+        "skipped": list(wave.skipped),
         "screens": screens,
         "decision": None
         if decision is None
-        else {"step": _str(decision.get("step")), "reasons": _strs(decision.get("reasons"))},
+        else {"step": decision.step, "reasons": list(decision.reasons)},
     }
 
 

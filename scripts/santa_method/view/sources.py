@@ -20,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,9 @@ from santa_method.state.metrics import (
     since_filter,
     since_moment,
 )
+from santa_method.state.model.batch import BatchState
+from santa_method.state.model.reading import StateError
+from santa_method.state.model.run import RunState, Slot
 from santa_method.state.redact import redact, redact_text
 from santa_method.state.runs import is_run_id
 
@@ -61,7 +65,7 @@ class BatchFiles:
     """A batch folder: its state, and its report once it has a verdict."""
 
     batch_id: str
-    state: dict[str, Any] | None
+    state: BatchState | None
     report: dict[str, Any] | None
     problem: str | None = None
 
@@ -128,32 +132,38 @@ def _interrupted(runs: list[RunView]) -> frozenset[str]:
 
 
 def read_run_folder(folder: Path) -> RunFiles:
-    """The texts of one run folder, redacted; a damaged part is left out and named."""
+    """The texts of one run folder, redacted; a damaged part is left out and named.
+
+    The state is loaded as `RunState`, as every face loads it: a file this
+    santa cannot read gives no texts and says why, never a half-read page.
+    """
     try:
-        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return RunFiles(texts=False, problem=f"its state.json is unreadable ({exc})")
-    if not isinstance(state, dict):
+    if not isinstance(data, dict):
         return RunFiles(texts=False, problem="its state.json is not a run state")
+    try:
+        state = RunState.from_json(data)
+    except StateError as exc:
+        problem = redact_text(f"its state.json is not a run state this santa reads ({exc})")
+        return RunFiles(texts=False, problem=problem)
     outputs: dict[int, str] = {}
     replies: dict[tuple[int, str], dict[str, Any]] = {}
-    for r in state.get("rounds") or []:
-        if not isinstance(r, dict) or not isinstance(r.get("round"), int):
-            continue
-        text = _read(folder / f"round-{r['round']}" / "output.txt")
+    for r in state.rounds:
+        text = _read(folder / f"round-{r.round}" / "output.txt")
         if text is not None:
-            outputs[r["round"]] = redact_text(text)
-        for label, words in contested(r.get("slots")).items():
-            replies[(r["round"], label)] = words
+            outputs[r.round] = redact_text(text)
+        for label, words in contested(r.slots).items():
+            replies[(r.round, label)] = words
     spec = _read(folder / "spec.md")
     report = None
     with contextlib.suppress(OSError, ValueError):
         loaded = json.loads((folder / "report.json").read_text(encoding="utf-8"))
         report = redact(loaded) if isinstance(loaded, dict) else None
-    status = state.get("status")
     return RunFiles(
         texts=True,
-        status=status if isinstance(status, str) else None,
+        status=state.status,
         outputs=outputs,
         spec=None if spec is None else redact_text(spec),
         replies=replies,
@@ -168,7 +178,7 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def contested(slots: Any) -> dict[str, dict[str, Any]]:
+def contested(slots: Mapping[str, Slot | None]) -> dict[str, dict[str, Any]]:
     """Each reviewer's own words on the checks that matter: those some reviewer
     of the round failed or that the reviewers rated differently (a check every
     reviewer passed needs no explanation). Redacted; a round every reviewer
@@ -176,18 +186,12 @@ def contested(slots: Any) -> dict[str, dict[str, Any]]:
     says why it did not count)."""
     from santa_method.core.extract import extract_verdict_object
 
-    if not isinstance(slots, dict):
-        return {}
-    stored = {str(k): v for k, v in slots.items() if isinstance(v, dict)}
-    if all(v.get("gated_verdict") == "PASS" for v in stored.values()):
+    stored = {label: slot for label, slot in slots.items() if slot is not None}
+    if all(slot.gated_verdict == "PASS" for slot in stored.values()):
         return {}
     checks: dict[str, dict[str, tuple[str, str | None]]] = {}
     for label, slot in stored.items():
-        found = (
-            extract_verdict_object(slot["reply"]).obj
-            if isinstance(slot.get("reply"), str)
-            else None
-        )
+        found = extract_verdict_object(slot.reply).obj
         if isinstance(found, dict):
             checks[label] = {
                 c["criterion"]: (str(c.get("result")), c.get("detail"))
@@ -220,26 +224,38 @@ def _batch_folders(home: Path) -> list[Path]:
 
 
 def read_batch_folder(folder: Path) -> BatchFiles:
-    """A batch's state and report, redacted (its items may quote outputs)."""
+    """A batch's state and report, redacted (its items may quote outputs).
+
+    The state is loaded as `BatchState`, as `santa batch` loads it, so the
+    page reads typed fields; a file this santa cannot read is named, never
+    half shown. Two parts of it are dropped before redaction (the slow step):
+    the rubric, which is the batch's input, not its result, and the items'
+    whole JSONL records, which the page never shows.
+    """
     try:
-        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return BatchFiles(folder.name, None, None, f"its state.json is unreadable ({exc})")
+    if not isinstance(data, dict):
+        return BatchFiles(folder.name, None, None, "its state.json is not a batch state")
+    try:
+        state = BatchState.from_json(data)
+        state.options = replace(state.options, rubric={})
+        state.items = [replace(i, record=None) for i in state.items]
+        # Redaction changes only the text of strings, which no check of
+        # `from_json` reads, so the redacted state loads as the first did.
+        state = BatchState.from_json(redact(state.to_json()))
+    except StateError as exc:
+        problem = redact_text(f"its state.json is not a batch state this santa reads ({exc})")
+        return BatchFiles(folder.name, None, None, problem)
     report = None
     with contextlib.suppress(OSError, ValueError):
         report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    if not isinstance(state, dict):
-        return BatchFiles(folder.name, None, None, "its state.json is not a batch state")
-    # The rubric's text is the batch's input, not its result: left out.
-    options = {k: v for k, v in (state.get("options") or {}).items() if k != "rubric"}
-    kept = {**state, "options": options}
-    return BatchFiles(
-        folder.name, redact(kept), redact(report) if isinstance(report, dict) else None
-    )
+    return BatchFiles(folder.name, state, redact(report) if isinstance(report, dict) else None)
 
 
 def _after(batch: BatchFiles, since: date | datetime | None) -> bool:
     if since is None or batch.state is None:
         return True
-    created = runlog.parse_ts(batch.state.get("created"))
+    created = runlog.parse_ts(batch.state.created)
     return created is not None and since_moment(since) <= created

@@ -322,8 +322,14 @@ def _outcome(d: Mapping[str, Any], w: str) -> ItemOutcome:
     status = str_(d, "status", w)
     if status not in ("passed", "fixed", "escalated"):
         raise StateError(f"{w}.status is not passed, fixed or escalated")
+    # Every field is checked here, as the other records' are: the rule's own
+    # `from_json` trusts its input, and a wrong type must be a StateError.
     str_(d, "item", w)
     strs(d, "criteria", w, [])
+    get(d, "rounds", w, lambda v: v is None or is_int(v), "a whole number or null", None)
+    opt_num(d, "cost_usd", w)
+    for key in ("run_id", "report", "reason"):
+        opt_str(d, key, w)
     return ItemOutcome.from_json(d)
 
 
