@@ -193,19 +193,38 @@ def test_runs_whose_folders_are_gone_come_from_the_log(viewed, tmp_path):
     assert "escalation" not in run["detail"]
 
 
-def test_a_run_state_this_santa_cannot_read_is_named_and_its_run_still_shown(viewed, tmp_path):
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda r: r.update(slots={"B": {"reply": 7}}), "slots['B'].reply is not a string"),
+        (lambda r: r.update(slots={KEY: {"reply": 7}}), "[REDACTED:Anthropic API Key]"),
+        (lambda r: r["gates"][0]["issues"][0].update(criteria_by=1), "criteria_by is not an"),
+        (lambda r: r["gates"][0]["issues"][0].update(flagged_by=1), "flagged_by is not a list"),
+        (lambda r: r["gates"][0]["issues"][0].update(criteria=[1]), "criteria is not a list"),
+        (lambda r: r["gates"][0]["issues"][0].update(quotes=2), "quotes is not a list"),
+        (lambda r: r["gates"][0]["issues"][0].update(quote=[]), "quote is not a string"),
+        (
+            lambda r: r["gates"][0]["issues"][0].update(criteria_by={"B": [3]}),
+            "criteria_by['B'] is not a list of strings",
+        ),
+    ],
+)
+def test_a_run_state_this_santa_cannot_read_is_named_and_its_run_still_shown(
+    viewed, tmp_path, damage, said
+):
     copy = tmp_path / "copy"
     shutil.copytree(viewed["root"] / ".santa", copy / ".santa")
     damaged, intact = viewed["runs"]["year"].run_id, viewed["runs"]["clean"].run_id
     path = copy / ".santa" / "runs" / damaged / "state.json"
     state = json.loads(path.read_text(encoding="utf-8"))
-    state["rounds"][0]["slots"] = {"B": {"reply": 7}}
+    damage(state["rounds"][0])
     path.write_text(json.dumps(state), encoding="utf-8")
     data = data_of(copy)
     run = run_of(data, damaged)
     assert run["folder"] == "unreadable"
     (note,) = run["detail"]["notes"]
-    assert "state.rounds[0].slots['B'].reply is not a string" in note, note
+    assert "state.rounds[0]." in note and said in note, note
+    assert KEY not in note  # a key of the file may be quoted: redacted
     assert "output" not in run["detail"]["rounds"][0]  # from the log only, not half read
     assert run_of(data, intact)["folder"] == "texts"
 
@@ -283,6 +302,23 @@ def test_secrets_in_a_batch_folder_are_redacted_and_its_rubric_and_records_left_
     assert "never shows" not in html
 
 
+def test_an_item_id_that_looks_like_a_secret_is_redacted_where_it_is_a_key(viewed, tmp_path):
+    home = tmp_path / ".santa"
+    name = "b-20990101-000000-abcdef"
+    state = _copy_batch(viewed, home, name)
+    wave = state["waves"][0]
+    (criterion,) = wave["screens"]
+    flagged = next(i for i, f in wave["screens"][criterion].items() if f["result"] == "flagged")
+    text = json.dumps(state).replace(json.dumps(flagged), json.dumps(KEY))
+    (home / "batches" / name / "state.json").write_text(text, encoding="utf-8")
+    written = write_view(log_path=home / "log.jsonl", home=home, out=tmp_path / "page.html")
+    html = written.path.read_text(encoding="utf-8")
+    (batch,) = json.loads(_data_text(html))["batches"]
+    (screen,) = batch["detail"]["samples"][0]["screens"]
+    assert "[REDACTED:Anthropic API Key]" in [f["item"] for f in screen["flagged_items"]]
+    assert KEY not in html
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
@@ -290,6 +326,24 @@ def test_secrets_in_a_batch_folder_are_redacted_and_its_rubric_and_records_left_
         (lambda s: [s], "is not a batch state"),
         (lambda s: {**s, "version": 99}, "written by a newer santa"),
         (lambda s: {**s, "items": "all"}, "state.items is not a list"),
+        (lambda s: "[" * 5000 + "]" * 5000, "is unreadable"),
+        (
+            lambda s: {
+                **s,
+                "waves": [
+                    {
+                        **s["waves"][0],
+                        "plan": {
+                            **s["waves"][0]["plan"],
+                            "strata": [
+                                {"name": "a", "size": float("inf"), "quota": 1.0, "allocated": 1}
+                            ],
+                        },
+                    }
+                ],
+            },
+            "strata holds a stratum without its counts",
+        ),
         (
             lambda s: {
                 **s,

@@ -139,13 +139,13 @@ def read_run_folder(folder: Path) -> RunFiles:
     """
     try:
         data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         return RunFiles(texts=False, problem=f"its state.json is unreadable ({exc})")
     if not isinstance(data, dict):
         return RunFiles(texts=False, problem="its state.json is not a run state")
     try:
         state = RunState.from_json(data)
-    except StateError as exc:
+    except (StateError, RecursionError) as exc:
         problem = redact_text(f"its state.json is not a run state this santa reads ({exc})")
         return RunFiles(texts=False, problem=problem)
     outputs: dict[int, str] = {}
@@ -158,7 +158,7 @@ def read_run_folder(folder: Path) -> RunFiles:
             replies[(r.round, label)] = words
     spec = _read(folder / "spec.md")
     report = None
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, RecursionError):
         loaded = json.loads((folder / "report.json").read_text(encoding="utf-8"))
         report = redact(loaded) if isinstance(loaded, dict) else None
     return RunFiles(
@@ -234,7 +234,7 @@ def read_batch_folder(folder: Path) -> BatchFiles:
     """
     try:
         data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         return BatchFiles(folder.name, None, None, f"its state.json is unreadable ({exc})")
     if not isinstance(data, dict):
         return BatchFiles(folder.name, None, None, "its state.json is not a batch state")
@@ -245,13 +245,20 @@ def read_batch_folder(folder: Path) -> BatchFiles:
         # Redaction changes only the text of strings, which no check of
         # `from_json` reads, so the redacted state loads as the first did.
         state = BatchState.from_json(redact(state.to_json()))
-    except StateError as exc:
+    except (StateError, RecursionError) as exc:
         problem = redact_text(f"its state.json is not a batch state this santa reads ({exc})")
         return BatchFiles(folder.name, None, None, problem)
+    # `redact` keeps keys, and item ids are keys here: the page shows some.
+    for wave in state.waves:
+        wave.outcomes = {redact_text(k): o for k, o in wave.outcomes.items()}
+        wave.screens = {
+            c: {redact_text(i): s for i, s in by.items()} for c, by in wave.screens.items()
+        }
     report = None
-    with contextlib.suppress(OSError, ValueError):
-        report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-    return BatchFiles(folder.name, state, redact(report) if isinstance(report, dict) else None)
+    with contextlib.suppress(OSError, ValueError, RecursionError):
+        loaded = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+        report = redact(loaded) if isinstance(loaded, dict) else None
+    return BatchFiles(folder.name, state, report)
 
 
 def _after(batch: BatchFiles, since: date | datetime | None) -> bool:

@@ -225,7 +225,7 @@ class PlanRecord:
                     for s in strata
                 ]
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise StateError(f"{w}.strata holds a stratum without its counts") from None
         return cls(
             n=int_(d, "n", w),

@@ -18,6 +18,7 @@ from santa_method.core.types import MergedIssue
 from santa_method.state.model.reading import (
     StateError,
     bool_,
+    get,
     int_,
     is_int,
     list_,
@@ -130,8 +131,21 @@ class Slot:
 
 
 def _issue(d: Mapping[str, Any], w: str) -> MergedIssue:
-    str_(d, "criterion", w)
-    str_(d, "issue", w)
+    # Every field is checked here: `MergedIssue.from_json` trusts its input,
+    # and a wrong type must be a StateError, never a crash of its reader.
+    for key in ("criterion", "issue"):
+        str_(d, key, w)
+    for key in ("evidence", "source", "key"):
+        str_(d, key, w, "")
+    for key in ("quote", "missing", "location"):
+        opt_str(d, key, w)
+    strs(d, "flagged_by", w, [])
+    for key in ("criteria", "quotes"):
+        opt_strs(d, key, w)
+    by = get(d, "criteria_by", w, lambda v: v is None or isinstance(v, dict), "an object", None)
+    for label, named in (by or {}).items():
+        if isinstance(named, list) and not all(isinstance(c, str) for c in named):
+            raise StateError(f"{w}.criteria_by[{label!r}] is not a list of strings")
     return MergedIssue.from_json(dict(d))
 
 
