@@ -203,6 +203,10 @@ def test_runs_whose_folders_are_gone_come_from_the_log(viewed, tmp_path):
         (lambda r: r["gates"][0]["issues"][0].update(criteria=[1]), "criteria is not a list"),
         (lambda r: r["gates"][0]["issues"][0].update(quotes=2), "quotes is not a list"),
         (lambda r: r["gates"][0]["issues"][0].update(quote=[]), "quote is not a string"),
+        *(
+            (lambda r, k=key: r["gates"][0]["issues"][0].update({k: 5}), f"{key} is not a string")
+            for key in ("evidence", "source", "key", "missing", "location")
+        ),
         (
             lambda r: r["gates"][0]["issues"][0].update(criteria_by={"B": [3]}),
             "criteria_by['B'] is not a list of strings",
@@ -300,9 +304,25 @@ def test_secrets_in_a_batch_folder_are_redacted_and_its_rubric_and_records_left_
     assert batch["detail"]["reasons"] == ["the key [REDACTED:Anthropic API Key] was seen"]
     assert "rubric" not in batch["detail"]["options"]
     assert "never shows" not in html
+    (files,) = collect(home / "log.jsonl", home).batches
+    assert files.state.options.rubric == {}  # dropped before redaction, not just hidden
+    assert all(i.record is None for i in files.state.items)
 
 
-def test_an_item_id_that_looks_like_a_secret_is_redacted_where_it_is_a_key(viewed, tmp_path):
+def _outcomes_set(key: str, value: Any) -> Any:
+    """A damage: every outcome of the first sample gets `key` set to `value`."""
+
+    def damage(s: dict[str, Any]) -> dict[str, Any]:
+        wave = s["waves"][0]
+        outcomes = {k: {**o, key: value} for k, o in wave["outcomes"].items()}
+        return {**s, "waves": [{**wave, "outcomes": outcomes}, *s["waves"][1:]]}
+
+    return damage
+
+
+def test_an_item_id_or_criterion_that_looks_like_a_secret_is_redacted_where_it_is_a_key(
+    viewed, tmp_path
+):
     home = tmp_path / ".santa"
     name = "b-20990101-000000-abcdef"
     state = _copy_batch(viewed, home, name)
@@ -310,13 +330,15 @@ def test_an_item_id_that_looks_like_a_secret_is_redacted_where_it_is_a_key(viewe
     (criterion,) = wave["screens"]
     flagged = next(i for i, f in wave["screens"][criterion].items() if f["result"] == "flagged")
     text = json.dumps(state).replace(json.dumps(flagged), json.dumps(KEY))
+    text = text.replace(json.dumps(criterion), json.dumps(KEY2))
     (home / "batches" / name / "state.json").write_text(text, encoding="utf-8")
     written = write_view(log_path=home / "log.jsonl", home=home, out=tmp_path / "page.html")
     html = written.path.read_text(encoding="utf-8")
     (batch,) = json.loads(_data_text(html))["batches"]
     (screen,) = batch["detail"]["samples"][0]["screens"]
     assert "[REDACTED:Anthropic API Key]" in [f["item"] for f in screen["flagged_items"]]
-    assert KEY not in html
+    assert screen["criterion"] == "[REDACTED:Anthropic API Key]"
+    assert KEY not in html and KEY2 not in html
 
 
 @pytest.mark.parametrize(
@@ -327,6 +349,15 @@ def test_an_item_id_that_looks_like_a_secret_is_redacted_where_it_is_a_key(viewe
         (lambda s: {**s, "version": 99}, "written by a newer santa"),
         (lambda s: {**s, "items": "all"}, "state.items is not a list"),
         (lambda s: "[" * 5000 + "]" * 5000, "is unreadable"),
+        *(
+            (_outcomes_set(key, value), f"{key} is not a {what}")
+            for key, value, what in (
+                ("cost_usd", "cheap", "number or null"),
+                ("run_id", 3, "string or null"),
+                ("report", [], "string or null"),
+                ("reason", {}, "string or null"),
+            )
+        ),
         (
             lambda s: {
                 **s,
@@ -386,6 +417,7 @@ def test_a_batch_state_this_santa_cannot_read_is_named_and_the_page_still_built(
 
 
 KEY = "sk-ant-api03-" + "Z" * 40
+KEY2 = "sk-ant-api03-" + "Y" * 40
 
 
 def test_since_keeps_later_runs_and_batches(viewed, tmp_path, capsys):

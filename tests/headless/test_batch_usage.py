@@ -75,3 +75,28 @@ def test_cache_counts_may_be_absent(stub_server, tmp_path: Path, monkeypatch, ke
     usage_set_to(monkeypatch, key, None)
     (reply,) = run_reviews(make(server, tmp_path / "state.json"), review_request("a", "B", "abc"))
     assert reply.tokens.input == 100 and reply.tokens.output == 20
+
+
+def test_a_stored_result_that_cannot_be_read_stops_the_batch_not_shipped(
+    stub_server, project: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Its tokens cannot be read, so the batch cannot count them against the
+    # budget: it stops (exit 3) with the reason, and nothing is accepted.
+    from santa_method.cli import main
+
+    items = project / "items"
+    items.mkdir()
+    (items / "note.md").write_text("Release note.\n", encoding="utf-8")
+    server = stub_server({REVIEWER: pass_reply()})
+    usage_set_to(monkeypatch, "output_tokens", "lots")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    argv = ["batch", str(items), "--spec-text", "A release note.", "--quiet"]
+    argv += ["--backend", "anthropic-batch"]
+
+    for run in (argv, [*argv, "--resume"]):
+        code = main(run)
+        out, err = capsys.readouterr()
+        assert code == 3, out + err
+        assert "cannot be read" in out + err and "ACCEPTED" not in out
+        assert "Traceback" not in err and "internal error" not in err

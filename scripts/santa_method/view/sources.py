@@ -248,11 +248,13 @@ def read_batch_folder(folder: Path) -> BatchFiles:
     except (StateError, RecursionError) as exc:
         problem = redact_text(f"its state.json is not a batch state this santa reads ({exc})")
         return BatchFiles(folder.name, None, None, problem)
-    # `redact` keeps keys, and item ids are keys here: the page shows some.
+    # `redact` keeps keys, and item ids and criteria are keys here: the page
+    # shows some.
     for wave in state.waves:
         wave.outcomes = {redact_text(k): o for k, o in wave.outcomes.items()}
         wave.screens = {
-            c: {redact_text(i): s for i, s in by.items()} for c, by in wave.screens.items()
+            redact_text(c): {redact_text(i): s for i, s in by.items()}
+            for c, by in wave.screens.items()
         }
     report = None
     with contextlib.suppress(OSError, ValueError, RecursionError):
