@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -49,6 +49,25 @@ def failing(body: dict[str, Any], quote: str, note: str = "") -> dict[str, Any]:
 
 def pass_reply(note: str = "") -> Callable[[dict[str, Any]], Json]:
     return lambda body: Json(passing(body, note))
+
+
+@pytest.fixture(params=["anthropic 2.17 and later", "anthropic before 2.17"])
+def sdk_cut_errors(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A body that stops arriving, as each generation of the SDK reports it:
+    2.17 and later wrap the HTTP client's error in APIConnectionError (as for a
+    host that cannot be reached); earlier releases let it through. The second
+    takes the SDK's wrapping of body reads out again."""
+    if request.param == "anthropic before 2.17":
+        import anthropic._response
+        import anthropic._streaming
+
+        async def unwrapped(response: Any, client: Any) -> AsyncIterator[bytes]:
+            async for chunk in response.aiter_bytes():
+                yield chunk
+
+        for module in (anthropic._streaming, anthropic._response):
+            monkeypatch.setattr(module, "async_iter_response_bytes", unwrapped, raising=False)
+    return str(request.param)
 
 
 @pytest.fixture

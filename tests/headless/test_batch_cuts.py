@@ -2,8 +2,8 @@
 (issue 11, item 8).
 
 The server declares a longer JSONL body than it sends and closes the
-connection: the HTTP client raises its own error while the results stream
-in. The download is started again; when every try
+connection while the results stream in (reported by each generation of
+the SDK in its own way, `sdk_cut_errors`). The download is started again; when every try
 is cut, `santa batch` ends with exit 3 and the reason, never "internal
 error", and the batch stays resumable: `--resume` collects the same
 Message Batch, never paying for it twice.
@@ -87,7 +87,11 @@ def result_downloads(server: StubServer) -> list[Any]:
 
 
 def test_santa_batch_with_its_results_cut_is_exit_3_and_resumes_the_same_batch(
-    stub_server, project: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+    stub_server,
+    project: Path,
+    monkeypatch,
+    capsys: pytest.CaptureFixture[str],
+    sdk_cut_errors: str,
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     cuts = cut_results(monkeypatch)
@@ -110,7 +114,9 @@ def test_santa_batch_with_its_results_cut_is_exit_3_and_resumes_the_same_batch(
     assert len(batch_creates(server)) == 1  # the same Message Batch, never paid twice
 
 
-def test_results_cut_once_are_downloaded_again(stub_server, tmp_path: Path, monkeypatch) -> None:
+def test_results_cut_once_are_downloaded_again(
+    stub_server, tmp_path: Path, monkeypatch, sdk_cut_errors: str
+) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     cuts = cut_results(monkeypatch, count=1)
     backend = make(server, tmp_path / "state.json")
@@ -122,7 +128,7 @@ def test_results_cut_once_are_downloaded_again(stub_server, tmp_path: Path, monk
 
 
 def test_results_cut_on_every_try_leave_the_batch_to_collect_again(
-    stub_server, tmp_path: Path, monkeypatch
+    stub_server, tmp_path: Path, monkeypatch, sdk_cut_errors: str
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     cut_results(monkeypatch)

@@ -1,16 +1,18 @@
 """A reply whose connection breaks after it began (issue 11, item 8).
 
 The server sends the start of the reply, declares a longer body than it
-sends, and closes the connection: the HTTP client raises its own error
-while the body streams in, which the SDK does not wrap. That is a backend
-failure like any other connection error: the call is sent again (as the
-SDK retries a connection that fails before the reply), and when every try
-is cut, exit 3 with the reason, never "internal error", never NICE.
+sends, and closes the connection. The SDK does not retry that (anthropic
+2.17 and later call it a connection error, earlier releases let the HTTP
+client's error through; `sdk_cut_errors` runs each test both ways). santa
+sends the call again, as often as the SDK retries a connection that fails
+before the reply, and when every try is cut: exit 3 with the reason, never
+"internal error", never NICE.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -68,7 +70,12 @@ def cut_streams(monkeypatch: pytest.MonkeyPatch, count: int | None = None) -> No
 
 
 def test_a_reply_cut_on_every_try_is_exit_3_with_the_reason(
-    stub_server, project: Path, target: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+    stub_server,
+    project: Path,
+    target: Path,
+    monkeypatch,
+    capsys: pytest.CaptureFixture[str],
+    sdk_cut_errors: str,
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     cut_streams(monkeypatch)
@@ -85,7 +92,7 @@ def test_a_reply_cut_on_every_try_is_exit_3_with_the_reason(
 
 
 def test_a_reply_cut_once_is_sent_again_and_judged(
-    stub_server, project: Path, target: Path, monkeypatch
+    stub_server, project: Path, target: Path, monkeypatch, sdk_cut_errors: str
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     # Cuts of their own, undone alone: `monkeypatch` also holds the project's
@@ -126,7 +133,7 @@ def review_once(backend: AnthropicBackend) -> None:
 
 @pytest.mark.parametrize("retries", [0, 1, 2])
 def test_a_call_is_tried_once_more_than_it_may_be_retried(
-    stub_server, monkeypatch, retries: int
+    stub_server, monkeypatch, retries: int, sdk_cut_errors: str
 ) -> None:
     server = stub_server({REVIEWER: pass_reply()})
     cut_streams(monkeypatch)
@@ -135,3 +142,15 @@ def test_a_call_is_tried_once_more_than_it_may_be_retried(
     with pytest.raises(BackendError, match=f"broke before its reply ended.*, {times}$"):
         review_once(backend)
     assert len(server.requests_for(REVIEWER)) == retries + 1
+
+
+def test_a_host_that_cannot_be_reached_is_not_a_cut_reply(monkeypatch, sdk_cut_errors: str) -> None:
+    """Only a connection that breaks once the answer began is sent again by
+    santa; one that never connects was retried by the SDK already."""
+    monkeypatch.setattr(anthropic_backend, "CUT_RETRY_DELAY", 0.0)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    backend = AnthropicBackend(base_url=f"http://127.0.0.1:{port}", api_key="test", max_retries=0)
+    with pytest.raises(BackendError, match=r"^cannot reach the Anthropic API at http://127\.0\.0\.1"):
+        review_once(backend)

@@ -127,9 +127,20 @@ CUT_RETRY_DELAY = 0.5
 
 
 class ReplyCut(BackendError):
-    """The connection broke after the reply began: the HTTP client's error
-    while the body streams in, which the SDK does not wrap (it wraps only
-    what fails before the reply starts). Sending the call again may work."""
+    """The connection broke after the reply began, which the SDK does not
+    retry (it retries only what fails before the reply starts). Sending the
+    call again may work."""
+
+
+class Answer:
+    """Whether the API's answer has begun: set once its status and headers are
+    in. A connection that breaks after that cuts a reply. anthropic 2.17 and
+    later raise APIConnectionError (or APITimeoutError) for it, as for a host
+    that cannot be reached; earlier releases let the HTTP client's own error
+    through. Only the moment tells the two apart."""
+
+    def __init__(self) -> None:
+        self.began = False
 
 
 def on_tries(tries: int) -> str:
@@ -154,6 +165,12 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 def _detail(exc: BaseException) -> str:
     text = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
     return f"{type(exc).__name__}: {text}"
+
+
+def _cut(exc: BaseException) -> ReplyCut:
+    return ReplyCut(
+        f"the connection to the Anthropic API broke before its reply ended ({_detail(exc)})"
+    )
 
 
 def _check_finished(message: Any) -> None:
@@ -246,17 +263,27 @@ class AnthropicBackend:
             await client.close()
 
     @contextlib.contextmanager
-    def _api_errors(self, client: Any, timeout: float | None) -> Iterator[None]:
-        """Map the SDK's errors to one BackendError sentence each (shared with the batch backend)."""
+    def _api_errors(
+        self, client: Any, timeout: float | None, answer: Answer | None = None
+    ) -> Iterator[None]:
+        """Map the SDK's errors to one BackendError sentence each (shared with
+        the batch backend); with `answer`, a connection error once the answer
+        began is a ReplyCut, which the caller sends again."""
         import anthropic
 
         cut = _transport_errors()
         try:
             yield
         except cut as exc:
-            raise ReplyCut(
-                f"the connection to the Anthropic API broke before its reply ended ({_detail(exc)})"
-            ) from None
+            raise _cut(exc) from None
+        except anthropic.APIConnectionError as exc:
+            if answer is not None and answer.began:
+                raise _cut(exc.__cause__ or exc) from None
+            if isinstance(exc, anthropic.APITimeoutError):
+                raise BackendError(
+                    f"the Anthropic API timed out (after {timeout or 'the default'}s per call)"
+                ) from None
+            raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
         except anthropic.AuthenticationError:
             raise BackendError(
                 "the Anthropic API refused the credentials (401): check ANTHROPIC_API_KEY"
@@ -271,12 +298,6 @@ class AnthropicBackend:
             raise BackendError(
                 f"the Anthropic API is overloaded (529) after {self.max_retries} retries"
             ) from None
-        except anthropic.APITimeoutError:
-            raise BackendError(
-                f"the Anthropic API timed out (after {timeout or 'the default'}s per call)"
-            ) from None
-        except anthropic.APIConnectionError:
-            raise BackendError(f"cannot reach the Anthropic API at {client.base_url}") from None
         except anthropic.APIResponseValidationError:
             raise BackendError(
                 "the Anthropic API sent a reply that cannot be read (it does not match the API's shape)"
@@ -304,9 +325,11 @@ class AnthropicBackend:
         cut = Tokens()
         while True:
             began: Any = None  # this try's stream, once its reply began
+            answer = Answer()
             try:
-                with self._api_errors(client, timeout), unreadable_reply():
+                with self._api_errors(client, timeout, answer), unreadable_reply():
                     async with client.messages.stream(**params) as stream:
+                        answer.began = True
                         async for _event in stream:
                             began = stream
                             if not started:

@@ -69,7 +69,12 @@ from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError
 from santa_method.headless.backends import anthropic as messages_api
 from santa_method.headless.backends import prices
-from santa_method.headless.backends.anthropic import AnthropicBackend, ReplyCut, on_tries
+from santa_method.headless.backends.anthropic import (
+    Answer,
+    AnthropicBackend,
+    ReplyCut,
+    on_tries,
+)
 from santa_method.headless.backends.base import (
     FixReply,
     FixRequest,
@@ -290,12 +295,12 @@ class AnthropicBatchBackend(AnthropicBackend):
                 q.future.set_result(batch.id)
 
     @contextlib.contextmanager
-    def _batch_errors(self, client: Any) -> Iterator[None]:
+    def _batch_errors(self, client: Any, answer: Answer | None = None) -> Iterator[None]:
         """The anthropic backend's error sentences, plus the SDK's unclassified errors."""
         import anthropic
 
         try:
-            with self._api_errors(client, None):
+            with self._api_errors(client, None, answer):
                 yield
         except anthropic.AnthropicError as exc:
             raise BackendError(f"the Message Batches API failed: {exc}") from None
@@ -390,9 +395,11 @@ class AnthropicBatchBackend(AnthropicBackend):
     async def _collect(self, client: Any, batch_id: str, record: dict[str, Any]) -> None:
         wanted = set(record["custom_ids"])
         last_save = time.monotonic()
+        answer = Answer()
         try:
-            with self._batch_errors(client):
+            with self._batch_errors(client, answer):
                 results = await client.messages.batches.results(batch_id)
+                answer.began = True
                 items = results.__aiter__()
                 while True:
                     # Only the SDK's parsing and the reads of what it parsed are the
