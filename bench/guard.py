@@ -2,7 +2,7 @@
 
     python bench/guard.py [--finished N] [--runs K]
 
-Claude Code runs the guard (`bin/santa hook pretooluse-guard`) on every
+Claude Code runs the guard (`libexec/santa hook pretooluse-guard`) on every
 Bash, Write, Edit and SendMessage call of a session, run or no run. With no
 run open it must cost at most 2x a bare start of the same interpreter, on
 both ways the launcher finds one, whatever the number of finished runs:
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         "ratios are against a bare start of the same interpreter with the guard's flags "
-        "(-S), run without a shell; the guard's calls go through /bin/sh and bin/santa"
+        "(-S), run without a shell; the guard's calls go through /bin/sh and libexec/santa"
     )
     worst = {"wall": 0.0, "cpu": 0.0}
     for label, rows in results.items():

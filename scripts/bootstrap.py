@@ -6,7 +6,7 @@ anything. So this script, run as a SessionStart hook before any dependency
 exists, uses the standard library only (and syntax old Pythons can parse, so
 an old `python3` can at least say what is wrong). It makes a venv under
 `${CLAUDE_PLUGIN_DATA}/venv` holding the pinned core requirements, and tells
-later Bash tool calls where it is through `$CLAUDE_ENV_FILE`; `bin/santa`
+later Bash tool calls where it is through `$CLAUDE_ENV_FILE`; `libexec/santa`
 finds it there or by its path. The package itself is never installed: the
 launcher puts the plugin's `scripts/` on PYTHONPATH, so the code that runs is
 always the plugin's own copy.
@@ -39,9 +39,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+LAUNCHER = ROOT / "libexec" / "santa"
 STAMP_NAME = ".santa-requirements.sha256"
 MIN_PYTHON = (3, 11)
-# Modules `bin/santa` needs; `santa_method` itself comes from the plugin.
+# Modules `libexec/santa` needs; `santa_method` itself comes from the plugin.
 DEPENDENCY_MODULES = ("jsonschema", "fastjsonschema", "yaml", "rapidfuzz", "rich", "detect_secrets")
 # The hook's timeout is 300 s: leave room to report a pip that hangs.
 PIP_TIMEOUT_S = 240
@@ -254,7 +255,7 @@ def exclusive(lock_path: Path) -> Iterator[None]:
 
 
 def export_python(python: str | Path) -> None:
-    """Tell later Bash tool calls which interpreter `bin/santa` should use."""
+    """Tell later Bash tool calls which interpreter `libexec/santa` should use."""
     env_file = os.environ.get("CLAUDE_ENV_FILE")
     if not env_file:
         return
@@ -262,7 +263,7 @@ def export_python(python: str | Path) -> None:
         handle.write(f"export SANTA_PYTHON={shlex.quote(str(python))}\n")
 
 
-# What the session start must tell the user besides a failure (see install_notice).
+# What the session start tells the user, in one message at its end.
 _NOTICES: list[str] = []
 
 
@@ -277,11 +278,11 @@ def _tell(text: str) -> None:
 
 
 def report_failure(message: str) -> int:
+    """Queue a failure for the session start's one message; exit 0 keeps the
+    session going, and the message makes sure someone sees why."""
     text = f"santa-method: {message}"
     print(text, file=sys.stderr)
-    # Exit 0 keeps the session going; the JSON makes sure someone sees why.
-    _tell("\n\n".join([*_NOTICES, text]))
-    _NOTICES.clear()
+    _NOTICES.append(text)
     return 0
 
 
@@ -321,20 +322,100 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def export_project_dir() -> None:
-    """Hooks see CLAUDE_PROJECT_DIR but the Bash tool does not: without it,
-    `santa` in a subfolder of a git repository would keep its `.santa/` at the
-    git top level while the hooks look in the project folder."""
+def export_session() -> None:
+    """What later Bash tool calls need, written to `$CLAUDE_ENV_FILE` even
+    when the bootstrap is skipped: the launcher's folder on PATH, so the
+    skill's and commands' bare `santa` runs it (a plugin's bin/ would be on
+    PATH by itself, but claude.ai refuses a published plugin that has one);
+    and CLAUDE_PROJECT_DIR, which hooks see and the Bash tool does not:
+    without it, `santa` in a subfolder of a git repository would keep its
+    `.santa/` at the git top level while the hooks look in the project
+    folder."""
     env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not env_file:
+        return
+    folder = shlex.quote(str(LAUNCHER.parent))
+    lines = [
+        f'case ":$PATH:" in *:{folder}:*) ;; *) export PATH={folder}"${{PATH:+:$PATH}}" ;; esac'
+    ]
     project = os.environ.get("CLAUDE_PROJECT_DIR")
-    if env_file and project:
-        with open(env_file, "a", encoding="utf-8") as handle:
-            handle.write(f"export CLAUDE_PROJECT_DIR={shlex.quote(project)}\n")
+    if project:
+        lines.append(f"export CLAUDE_PROJECT_DIR={shlex.quote(project)}")
+    with open(env_file, "a", encoding="utf-8") as handle:
+        handle.write("".join(line + "\n" for line in lines))
+
+
+#: A harmless call for the guard: what every Bash call of the session runs through.
+_PROBE = {
+    "session_id": "santa-launcher-check",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "Bash",
+    "tool_input": {"command": "true"},
+}
+
+
+def launcher_problem() -> str | None:
+    """Why the hooks' launcher does not answer a harmless call, or None.
+
+    Both PreToolUse hooks block their call when the launcher fails
+    ("onFailure": "block"), and the guard refuses when the helper behind it
+    is broken: either way a half-removed or damaged install would refuse
+    every Bash, Write, Edit and Agent call of the session, so the user is
+    told at its start, once, with the way out."""
+    env = _clean_env()
+    env.pop("CLAUDE_PROJECT_DIR", None)
+    with tempfile.TemporaryDirectory(prefix="santa-check-") as where:
+        probe = dict(_PROBE, cwd=where)
+        try:
+            done = subprocess.run(
+                [str(LAUNCHER), "hook", "pretooluse-guard"],
+                input=json.dumps(probe),
+                cwd=where,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=CHECK_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return f"it did not answer within {CHECK_TIMEOUT_S} s"
+        except OSError as exc:
+            return exc.strerror or type(exc).__name__
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"it exited with status {done.returncode}: {last}"
+    if '"deny"' in done.stdout:
+        try:
+            reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        except (ValueError, KeyError, TypeError):
+            reason = done.stdout.strip()
+        return f"it refused a harmless command: {reason}"
+    return None
+
+
+def check_launcher() -> None:
+    """Queue the notice for a launcher that does not answer (see launcher_problem)."""
+    problem = launcher_problem()
+    if problem is None:
+        return
+    text = (
+        f"santa-method: its hook launcher {LAUNCHER} does not work ({problem}). Until it "
+        "does, Claude Code refuses every Bash, Write, Edit and Agent call of this session, "
+        "because santa's hooks fail closed. To repair it, reinstall the plugin "
+        "(`claude plugin install santa-method@santa-method`, or /plugin); to go on without "
+        "it, run `claude plugin disable santa-method@santa-method` and start a new session."
+    )
+    print(text, file=sys.stderr)
+    _NOTICES.append(text)
 
 
 def main(argv: list[str] | None = None) -> int:
     install_notice()
     code = _bootstrap(argv)
+    try:
+        check_launcher()
+    except Exception as exc:  # the session must start whatever went wrong here
+        report_failure(f"its hook launcher could not be checked ({exc}).")
     if _NOTICES:
         _tell("\n\n".join(_NOTICES))
     return code
@@ -342,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _bootstrap(argv: list[str] | None) -> int:
     with contextlib.suppress(OSError):
-        export_project_dir()
+        export_session()
     if os.environ.get("SANTA_SKIP_BOOTSTRAP") == "1":
         return 0
     args = parse_args(sys.argv[1:] if argv is None else argv)

@@ -1,4 +1,4 @@
-"""The plugin's Python environment: the SessionStart bootstrap and the `bin/santa` launcher.
+"""The plugin's Python environment: the SessionStart bootstrap and the `libexec/santa` launcher.
 
 Everything here is offline. Installs use pip against a dead index on the
 loopback address, or `--no-index` with a folder of wheels built by the test,
@@ -27,7 +27,7 @@ from santa_method.launch import UNAVAILABLE
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOTSTRAP = ROOT / "scripts" / "bootstrap.py"
-LAUNCHER = ROOT / "bin" / "santa"
+LAUNCHER = ROOT / "libexec" / "santa"
 HOOKS_JSON = ROOT / "hooks" / "hooks.json"
 DEAD_INDEX = "http://127.0.0.1:9/simple/"
 
@@ -62,13 +62,40 @@ def offline_env(**extra: str) -> dict[str, str]:
 
 
 def make_plugin(tmp_path: Path, version: str, requirements: str) -> Path:
-    """A plugin root holding this bootstrap, a package version and requirements."""
+    """A plugin root holding this bootstrap and launcher, the package at
+    `version`, and requirements."""
     root = tmp_path / "plugin"
-    (root / "scripts" / "santa_method").mkdir(parents=True)
+    (root / "scripts").mkdir(parents=True)
+    shutil.copytree(
+        ROOT / "scripts" / "santa_method",
+        root / "scripts" / "santa_method",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    (root / "libexec").mkdir()
+    shutil.copy2(LAUNCHER, root / "libexec" / "santa")
     shutil.copy2(BOOTSTRAP, root / "scripts" / "bootstrap.py")
     (root / "scripts" / "santa_method" / "__init__.py").write_text(f'__version__ = "{version}"\n')
     (root / "scripts" / "requirements.txt").write_text(requirements)
     return root
+
+
+def session_env(env_file: Path, path: str = "/usr/bin:/bin") -> dict[str, str]:
+    """What a Bash tool call sees after sourcing `env_file` (twice, as a
+    session that starts again appends it again): PATH, where `santa` is
+    found, SANTA_PYTHON."""
+    script = (
+        f". {env_file}; . {env_file}; "
+        'printf "%s\\n" "$PATH" "$(command -v santa)" "${SANTA_PYTHON-unset}"'
+    )
+    done = subprocess.run(
+        ["/bin/sh", "-c", script],
+        env={"PATH": path},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found_path, santa, python = done.stdout.splitlines()
+    return {"PATH": found_path, "santa": santa, "SANTA_PYTHON": python}
 
 
 def run_bootstrap(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -218,7 +245,11 @@ def test_skip_variable_means_no_work(tmp_path: Path) -> None:
     done = run_bootstrap(root, env)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert not data.exists()
-    assert not env_file.exists()
+    # Still: the launcher's folder on PATH, once however often it is sourced.
+    seen = session_env(env_file)
+    assert seen["santa"] == str(root / "libexec" / "santa")
+    assert seen["PATH"] == f"{root / 'libexec'}:/usr/bin:/bin"
+    assert seen["SANTA_PYTHON"] == "unset"
 
 
 def test_already_installed_means_no_work(tmp_path: Path) -> None:
@@ -228,7 +259,59 @@ def test_already_installed_means_no_work(tmp_path: Path) -> None:
     done = run_bootstrap(ROOT, env)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert not data.exists()
-    assert env_file.read_text() == f"export SANTA_PYTHON={sys.executable}\n"
+    seen = session_env(env_file)
+    assert seen["SANTA_PYTHON"] == sys.executable
+    assert seen["santa"] == str(LAUNCHER)
+
+
+def _break_missing(root: Path) -> None:
+    (root / "libexec" / "santa").unlink()
+
+
+def _break_not_executable(root: Path) -> None:
+    (root / "libexec" / "santa").chmod(0o644)
+
+
+def _break_crashing(root: Path) -> None:
+    (root / "libexec" / "santa").write_text("#!/bin/sh\necho 'half removed' >&2\nexit 1\n")
+
+
+def _break_helper(root: Path) -> None:
+    (root / "scripts" / "santa_method" / "claude_code" / "guard.py").unlink()
+
+
+@pytest.mark.parametrize(
+    ("damage", "why"),
+    [
+        (_break_missing, "No such file or directory"),
+        (_break_not_executable, "Permission denied"),
+        (_break_crashing, "exited with status 1: half removed"),
+        (_break_helper, "it refused a harmless command"),
+    ],
+)
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_launcher_that_does_not_work_is_reported_at_session_start(
+    tmp_path: Path, damage, why: str, skip: bool
+) -> None:
+    """Both PreToolUse hooks block their call when the launcher fails, so a
+    broken install would refuse every Bash, Write, Edit and Agent call: the
+    session start says so once, with the way out, bootstrap or not."""
+    root = make_plugin(tmp_path, santa_method.__version__, "santa-dummy==1.0\n")
+    damage(root)
+    env = offline_env(
+        CLAUDE_PLUGIN_ROOT=str(root), CLAUDE_ENV_FILE=str(tmp_path / "env.sh"), PATH=os.environ["PATH"]
+    )
+    if skip:
+        env["SANTA_SKIP_BOOTSTRAP"] = "1"
+    done = run_bootstrap(root, env)
+    assert done.returncode == 0
+    message = json.loads(done.stdout)["systemMessage"]
+    assert message.startswith(f"santa-method: its hook launcher {root / 'libexec' / 'santa'}")
+    assert why in message
+    assert "refuses every Bash, Write, Edit and Agent call" in message
+    assert "claude plugin install santa-method@santa-method" in message
+    assert "claude plugin disable santa-method@santa-method" in message
+    assert message in done.stderr
 
 
 def test_no_data_dir_is_reported_not_fatal(tmp_path: Path) -> None:
@@ -263,7 +346,7 @@ def test_install_lifecycle_offline(tmp_path: Path) -> None:
     assert hook_output["systemMessage"] == done.stderr.strip()
     assert hook_output["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert not stamp.exists()
-    assert not env_file.exists()
+    assert session_env(env_file)["SANTA_PYTHON"] == "unset"
 
     # 2. Packages available (offline, from a folder): installed, stamped, exported.
     build_wheel(wheels, "santa-dummy", "1.0")
@@ -271,7 +354,7 @@ def test_install_lifecycle_offline(tmp_path: Path) -> None:
     done = run_bootstrap(root, local)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     assert stamp.read_text().strip() == bootstrap.requirements_hash(requirements)
-    assert env_file.read_text() == f"export SANTA_PYTHON={venv_python}\n"
+    assert session_env(env_file)["SANTA_PYTHON"] == str(venv_python)
 
     def installed_version() -> str:
         code = "import santa_dummy; print(santa_dummy.__version__)"

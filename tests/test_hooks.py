@@ -2,7 +2,7 @@
 
 Each test opens a real run with `santa round start` (inside "Claude Code",
 so the run takes reviews from the hook's store), then feeds recorded hook
-JSON on stdin to `santa hook NAME` (or the plugin launcher `bin/santa`) in a
+JSON on stdin to `santa hook NAME` (or the plugin launcher `libexec/santa`) in a
 subprocess, with the environment Claude Code gives a hook. What counts is
 what Claude Code sees: exit 0 always, a deny / block JSON on stdout to
 refuse, nothing to allow; and what the run's state holds afterwards.
@@ -29,7 +29,7 @@ from santa_method.state.model.run import RunState, Slot
 
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
-BIN_SANTA = str(REPO / "bin" / "santa")
+BIN_SANTA = str(REPO / "libexec" / "santa")
 
 OUTPUT = """\
 # tally
@@ -267,7 +267,7 @@ def open_round(tmp_path: Path) -> Project:
 # --- PreToolUse on Agent ----------------------------------------------------
 
 
-@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize("launcher", ["santa", "libexec/santa"])
 def test_exact_instruction_is_allowed_for_both_reviewer_names_and_a_third_is_denied(
     open_round: Project, launcher: str
 ) -> None:
@@ -437,7 +437,7 @@ def test_a_gated_round_takes_no_more_reviewers(open_round: Project) -> None:
 # --- SubagentStop for reviewers ---------------------------------------------
 
 
-@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize("launcher", ["santa", "libexec/santa"])
 def test_valid_reply_is_stored_verbatim(open_round: Project, launcher: str) -> None:
     reply = "I read it all.\n\n```json\n" + review(open_round.canary) + "\n```"
     open_round.spawn(launcher)
@@ -808,7 +808,7 @@ def _unreadable_answer(name: str) -> str:
     return answer_text(fail_closed(name, None, "santa-method could not read the hook input"))
 
 
-@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize("launcher", ["santa", "libexec/santa"])
 @pytest.mark.parametrize("nesting", sorted(DEEP))
 @pytest.mark.parametrize("name", ["pretooluse-agent", "pretooluse-guard", "subagent-stop"])
 def test_hook_input_nested_too_deep_gets_the_unreadable_input_answer(
@@ -848,7 +848,7 @@ def test_a_hook_whose_stdin_cannot_be_read_gets_the_unreadable_input_answer(
     assert out.strip() == _unreadable_answer(name) and "internal error" not in err
 
 
-@pytest.mark.parametrize("launcher", ["santa", "bin/santa"])
+@pytest.mark.parametrize("launcher", ["santa", "libexec/santa"])
 @pytest.mark.parametrize(
     "event",
     ["", "   \n", "{}", '{"tool_name": "Bash"}', '{"tool_input": {"command": "ls"}}'],

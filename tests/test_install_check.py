@@ -11,6 +11,7 @@ import builtins
 import importlib.util
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -187,7 +188,15 @@ def test_the_message_says_what_where_and_how_to_reinstall(
 def test_the_bootstrap_tells_it_in_one_hook_answer(tmp_path: Path) -> None:
     """As the SessionStart hook runs: one JSON answer on stdout, exit 0."""
     root = cache_copy(tmp_path)
-    (root / "scripts" / "santa_method" / "__init__.py").write_text('__version__ = "0.1.0"\n')
+    # A working launcher and helper: the bootstrap's launcher check stays quiet.
+    shutil.copytree(
+        ROOT / "scripts" / "santa_method",
+        root / "scripts" / "santa_method",
+        ignore=shutil.ignore_patterns("__pycache__"),
+        dirs_exist_ok=True,
+    )
+    (root / "libexec").mkdir()
+    shutil.copy2(ROOT / "libexec" / "santa", root / "libexec" / "santa")
     for name in ("bootstrap.py", "install_check.py"):
         (root / "scripts" / name).write_bytes((ROOT / "scripts" / name).read_bytes())
     env = {

@@ -102,7 +102,7 @@ def assert_clean(copy: Path) -> None:
     size = sum(p.stat().st_size for p in copy.rglob("*") if p.is_file() and not p.is_symlink())
     assert size <= MAX_CACHE_BYTES, f"{size} bytes in {copy}"
     # It is the plugin, whole.
-    for rel in ("SKILL.md", ".claude-plugin/plugin.json", "hooks/hooks.json", "bin/santa"):
+    for rel in ("SKILL.md", ".claude-plugin/plugin.json", "hooks/hooks.json", "libexec/santa"):
         assert (copy / rel).exists(), rel
 
 
@@ -121,7 +121,12 @@ def pip_targets() -> list[tuple[str, str]]:
             words = shlex.split(command)
             if words[:2] != ["pip", "install"]:
                 continue
-            found += [(command.strip(), w) for w in words[2:] if not w.startswith("-")]
+            args = iter(words[2:])
+            for word in args:
+                if word in ("-c", "--constraint", "-r", "--requirement"):
+                    next(args, None)  # a file of pins, not a package
+                elif not word.startswith("-"):
+                    found.append((command.strip(), word))
     return found
 
 
@@ -138,7 +143,7 @@ def test_no_message_tells_anyone_to_install_by_name() -> None:
     """The helper's own messages (launchers, hooks, CLI help) must work as written too."""
     # The name (with extras, quoted or not) as the whole argument: no `@ git+`.
     pattern = re.compile(r"pip install '?santa-method(\[[a-z,]+\])?'?(?=[\s`)\"]|$)(?! @)")
-    for folder in ("scripts", "bin", "hooks", "commands", "agents", "bench"):
+    for folder in ("scripts", "libexec", "hooks", "commands", "agents", "bench"):
         for path in (ROOT / folder).rglob("*"):
             if path.is_file() and path.suffix in ("", ".py", ".sh", ".md", ".json"):
                 text = path.read_text(encoding="utf-8", errors="replace")
@@ -163,7 +168,9 @@ def test_the_package_installs_from_a_clone_and_from_git(
     """`pip install /path/to/santa-method` and `... @ git+URL`, offline:
     dependencies are already in this environment, so only the package is built."""
     target = tmp_path / "site"
-    source = str(working_clone) if how == "clone" else f"santa-method @ git+file://{working_clone}"
+    # file://localhost/...: the pip of a fresh venv (23.x) refuses an empty host (file:///...).
+    url = f"git+file://localhost{working_clone}"
+    source = str(working_clone) if how == "clone" else f"santa-method @ {url}"
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(
         [*pip, "--target", str(target), source], capture_output=True, text=True, timeout=300
@@ -181,6 +188,34 @@ def test_the_package_installs_from_a_clone_and_from_git(
         timeout=60,
     )
     assert shown.stdout.startswith(str(target)), shown.stderr
+
+
+def test_readmes_git_lines_work_with_the_pip_a_fresh_venv_has(tmp_path: Path) -> None:
+    """A new venv's own pip (whatever ensurepip bundles, 23.x here) reads every
+    `santa-method @ git+URL` line README gives, with a hosted URL filled in."""
+    lines = [t for _, t in pip_targets() if " @ git+" in t]
+    assert lines, "README gives no install from git"
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    code = (
+        "import sys\n"
+        "from pip._internal.req.constructors import install_req_from_line\n"
+        "for line in sys.argv[1:]:\n"
+        "    req = install_req_from_line(line)\n"
+        "    print(req.name, sorted(req.extras), req.link.url)\n"
+    )
+    urls = [t.replace("git+URL", "git+https://github.com/santa-owner/santa-method.git") for t in lines]
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code, *urls],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull},
+    )
+    assert done.returncode == 0, done.stderr
+    for printed in done.stdout.splitlines():
+        assert printed.startswith("santa-method ")
+        assert printed.endswith(" git+https://github.com/santa-owner/santa-method.git")
 
 
 # --- Claude Code installs -------------------------------------------------------

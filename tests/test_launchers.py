@@ -1,6 +1,6 @@
 """The launchers and the guard's fast path.
 
-The shell fallbacks of `bin/santa` and the vendored `santa-hook` are held to
+The shell fallbacks of `libexec/santa` and the vendored `santa-hook` are held to
 the one fail-closed answer in Python (`protocol.fail_closed`), input by
 input; the helper's own dependency check answers for an unchecked
 `python3`; the guard runs on the standard library alone and reads the state
@@ -25,9 +25,9 @@ from santa_method.claude_code import protocol
 from santa_method.state import open_runs
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN_SANTA = ROOT / "bin" / "santa"
+BIN_SANTA = ROOT / "libexec" / "santa"
 VENDORED = ROOT / "scripts" / "santa_method" / "claude_code" / "santa-hook.sh"
-LAUNCHERS = {"bin/santa": BIN_SANTA, "santa-hook": VENDORED}
+LAUNCHERS = {"libexec/santa": BIN_SANTA, "santa-hook": VENDORED}
 
 
 @pytest.fixture

@@ -184,8 +184,11 @@ def test_guard_hooks_call_the_launcher_quoted(
         (g, h) for g, h in hook_entries(event) if h["command"].endswith(f" {sub_command}")
     ]
     assert hook["type"] == "command"
-    assert hook["command"] == f'"${{CLAUDE_PLUGIN_ROOT}}/bin/santa" hook {sub_command}'
+    assert hook["command"] == f'"${{CLAUDE_PLUGIN_ROOT}}/libexec/santa" hook {sub_command}'
     assert 0 < hook["timeout"] <= 120
+    # A PreToolUse hook that fails or times out blocks its call (tests/e2e/test_launcher.py);
+    # Claude Code ignores the key on SubagentStop, where the launcher refuses itself.
+    assert hook.get("onFailure") == ("block" if event == "PreToolUse" else None)
     if matcher is not None:
         assert group["matcher"] == matcher
     else:
@@ -193,10 +196,44 @@ def test_guard_hooks_call_the_launcher_quoted(
         assert "matcher" not in group
 
 
-def test_launcher_is_executable() -> None:
-    launcher = ROOT / "bin" / "santa"
+def test_launcher_is_executable_and_there_is_no_bin_folder() -> None:
+    """claude.ai refuses a published plugin with files in bin/: the launcher
+    lives in libexec/ and is run by path (and put on PATH at session start)."""
+    launcher = ROOT / "libexec" / "santa"
     assert os.access(launcher, os.X_OK)
     assert launcher.read_text(encoding="utf-8").startswith("#!/bin/sh\n")
+    assert not (ROOT / "bin").exists()
+
+
+#: The first Claude Code release that honours "onFailure" on a command hook
+#: (2.1.294 lets the call through; tests/e2e/test_launcher.py, run with
+#: SANTA_TEST_CLAUDE_CLI set to each release installed from npm).
+ON_FAILURE_SINCE = (2, 1, 295)
+
+
+def version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
+def test_engines_name_a_tested_claude_code_that_blocks_failed_hooks() -> None:
+    """The floor is the CLI the tests run (the one claude-agent-sdk bundles,
+    at the locked version) or older, and never below the first release that
+    blocks a call whose PreToolUse hook failed."""
+    engines = load(PLUGIN_JSON)["engines"]["claude-code"]
+    floor = re.fullmatch(r">=(\d+\.\d+\.\d+)", engines)
+    assert floor, engines
+    done = subprocess.run(
+        [str(claude_cli()), "--version"], capture_output=True, text=True, check=True, timeout=60
+    )
+    tested = version(done.stdout.split()[0])
+    assert ON_FAILURE_SINCE <= version(floor.group(1)) <= tested
+
+
+def test_network_hosts_name_what_the_plugin_reaches() -> None:
+    """The package index (the first session's bootstrap) and the model API
+    (headless runs); validate shows them, nothing is limited by them."""
+    hosts = load(PLUGIN_JSON)["network"]["hosts"]
+    assert set(hosts) == {"pypi.org", "files.pythonhosted.org", "api.anthropic.com"}
 
 
 # --- the real CLI ------------------------------------------------------------
@@ -210,12 +247,17 @@ def test_validator_is_clean_under_strict_directory_profile(tmp_path: Path) -> No
         cwd=ROOT,
     )
     report = json.loads(done.stdout)
-    findings = report["directory"]["findings"]
+    # Every complaint the validator can make, wherever it puts it: the
+    # manifest's, each content's (a bin/ folder's warning lands there) and
+    # the directory profile's findings, so the next drift names itself.
     problems = {
-        "errors": report["manifest"]["errors"],
-        "warnings": report["manifest"]["warnings"],
-        "findings": [f"{f['code']}: {f['message']}" for f in findings],
+        "errors": [*report["manifest"]["errors"]],
+        "warnings": [*report["manifest"]["warnings"]],
+        "findings": [f"{f['code']}: {f['message']}" for f in report["directory"]["findings"]],
     }
+    for content in report["contents"]:
+        problems["errors"] += [f"{content['file']}: {e}" for e in content["errors"]]
+        problems["warnings"] += [f"{content['file']}: {w}" for w in content["warnings"]]
     assert report["success"] is True, problems
     assert problems == {"errors": [], "warnings": [], "findings": []}
     assert done.returncode == 0
@@ -269,6 +311,6 @@ def test_marketplace_install_from_a_clone_lists_every_component(tmp_path: Path) 
 
     # The installed copy keeps what the hooks run, executable.
     (copy,) = (home / ".claude" / "plugins" / "cache").glob(f"{marketplace}/santa-method/*")
-    assert os.access(copy / "bin" / "santa", os.X_OK)
+    assert os.access(copy / "libexec" / "santa", os.X_OK)
     assert (copy / "scripts" / "bootstrap.py").is_file()
     assert (copy / "scripts" / "santa_method" / "__init__.py").is_file()

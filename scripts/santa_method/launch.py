@@ -4,11 +4,11 @@ The PreToolUse guard runs on every Bash, Write and Edit call of a Claude
 Code session, so this module and everything the guard imports before it
 knows that a run is open stay within the standard library's cheapest parts
 (`json`, `os`, `re`, `shlex`). The guard needs no dependency at all, so
-`bin/santa` starts its interpreter with `-S` (no `site`: a fifth of a bare
+`libexec/santa` starts its interpreter with `-S` (no `site`: a fifth of a bare
 start) and the site directories are added here only for the hooks and
 commands that need them. Commands other than `hook NAME` go to the CLI.
 
-`bin/santa` may pick a `python3` it has not checked: it then sets
+`libexec/santa` may pick a `python3` it has not checked: it then sets
 `SANTA_LAUNCHER_CHECK=1`, and this entry looks for Python 3.11 and the
 helper's dependencies without importing them. When one is missing it exits
 `UNAVAILABLE` (69, "service unavailable") before doing anything, and the

@@ -11,7 +11,7 @@ Fixtures (re-exported by ``tests/conftest.py`` for tests outside this folder):
   stopped after the test, whose ``check()`` runs at teardown so a failing
   reply function fails the test.
 * ``claude_cli -> str``: the CLI bundled in claude-agent-sdk (skips the test
-  when the SDK is not installed).
+  when the SDK is not installed), or the one ``SANTA_TEST_CLAUDE_CLI`` names.
 * ``claude_env(server, **overrides) -> dict[str, str]``: an environment for
   the CLI (or for ``ClaudeAgentOptions(env=...)``) pointing at ``server``.
 * ``run_claude(server, *args, cwd=None, timeout=60, env=None) -> ClaudeRun``:
@@ -56,6 +56,13 @@ def stub_server() -> Iterator[Callable[..., StubServer]]:
 
 @pytest.fixture(scope="session")
 def claude_cli() -> str:
+    """The bundled CLI, or the one SANTA_TEST_CLAUDE_CLI names (to try the
+    plugin with another release, e.g. one installed from npm)."""
+    chosen = os.environ.get("SANTA_TEST_CLAUDE_CLI")
+    if chosen:
+        if not os.access(chosen, os.X_OK):
+            pytest.fail(f"SANTA_TEST_CLAUDE_CLI={chosen} is not an executable")
+        return chosen
     try:
         import claude_agent_sdk
     except ImportError:

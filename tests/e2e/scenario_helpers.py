@@ -37,9 +37,9 @@ from .stub_server import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-PYTHON = str(REPO / ".venv" / "bin" / "python")
-if not os.access(PYTHON, os.X_OK):  # e.g. CI without the repo's venv
-    PYTHON = sys.executable
+# The interpreter running the tests has the package (and is the one under
+# test: .ci/latest runs the suite from a venv of its own).
+PYTHON = sys.executable
 
 # Text only each agent's own body holds: tells reviewer and fixer requests
 # apart (the stub's defaults; the scenarios check the agent files hold them).
@@ -77,17 +77,24 @@ def _python3_shim() -> str:
     return str(folder)
 
 
+def _has_santa(folder: str) -> bool:
+    return os.access(os.path.join(folder, "santa"), os.X_OK)
+
+
 def santa_env(base: Mapping[str, str], *, vendored: bool = False) -> dict[str, str]:
     """The CLI's environment with `python3` able to run the helper.
 
     With the plugin, nothing else is arranged: the plugin's bootstrap must
     see that `python3` already has the package and skip its install, and the
-    Bash tool must reach the plugin's own `bin/santa` launcher (the venv's
-    `santa` is not on PATH). A vendored repository instead has the package
+    Bash tool must reach the plugin's own `libexec/santa` launcher through
+    the PATH the SessionStart hook exports (no other `santa` is on PATH). A vendored repository instead has the package
     installed in its environment, so the venv's bin is on PATH there.
     """
     env = dict(base)
-    path = _python3_shim() + os.pathsep + env.get("PATH", "")
+    # No `santa` of an activated venv: the plugin's must be found through
+    # the PATH its SessionStart hook exports.
+    found = [p for p in env.get("PATH", "").split(os.pathsep) if p and not _has_santa(p)]
+    path = os.pathsep.join([_python3_shim(), *found])
     if vendored:
         path = str(Path(PYTHON).parent) + os.pathsep + path
     env["PATH"] = path

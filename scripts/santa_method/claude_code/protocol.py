@@ -5,7 +5,7 @@ exits non-zero, so every way a hook can fail must still print a refusal.
 That answer is decided here, once: by each handler when it raises, by
 `answer` for input it cannot read, by `santa hook` (claude_code/entry.py)
 when the handler module cannot even be imported, and (mirrored in shell, tested against
-`fail_closed`) by the launchers `bin/santa` and the vendored `santa-hook`
+`fail_closed`) by the launchers `libexec/santa` and the vendored `santa-hook`
 when the helper crashes or no interpreter can run it.
 
 The rule, per hook, for "the hook could not decide":
@@ -61,7 +61,7 @@ HOOK_NAMES = frozenset(HOOK_EVENTS)
 
 def with_dependencies() -> None:
     """Add the site directories (where the dependencies live) if the
-    interpreter started without them: `bin/santa` runs hooks with `-S`,
+    interpreter started without them: `libexec/santa` runs hooks with `-S`,
     because the guard's usual path needs none (see santa_method/launch.py)."""
     import sys
 
