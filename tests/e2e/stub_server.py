@@ -255,7 +255,8 @@ class Reply:
 
     ``delay`` waits before answering at all (timeouts, latency benchmarks);
     ``stream_delay`` waits after ``message_start`` when streaming (a stream
-    that has begun but not finished); ``stop_reason`` overrides the default
+    that has begun but not finished), ending early once ``stream_until``
+    (an event) is set; ``stop_reason`` overrides the default
     (``tool_use`` when a tool is called, else ``end_turn``), e.g.
     ``"max_tokens"`` for a truncated reply.
     """
@@ -267,6 +268,7 @@ class Reply:
         stream_delay: float = 0.0,
         usage: Usage | None = None,
         stop_reason: str | None = None,
+        stream_until: threading.Event | None = None,
     ) -> None:
         flat: list[Block | str] = []
         for item in content:  # Reply([a, b]) means the same as Reply(a, b)
@@ -274,6 +276,7 @@ class Reply:
         self.content: tuple[Block, ...] = tuple(Text(c) if isinstance(c, str) else c for c in flat)
         self.delay = delay
         self.stream_delay = stream_delay
+        self.stream_until = stream_until
         self.usage = usage
         self.stop_reason = stop_reason
 
@@ -1084,7 +1087,7 @@ class StubServer:
         record.reply = reply
         message = self.message_json(reply, body)
         if body.get("stream"):
-            self._send_stream(handler, record, message, reply.stream_delay)
+            self._send_stream(handler, record, message, reply.stream_delay, reply.stream_until)
         else:
             self._send_json(handler, record, 200, message)
 
@@ -1094,6 +1097,7 @@ class StubServer:
         record: RecordedRequest,
         message: dict[str, Any],
         stream_delay: float,
+        stream_until: threading.Event | None = None,
     ) -> None:
         head, tail = _sse_events(message)
         record.status = 200
@@ -1105,10 +1109,22 @@ class StubServer:
         handler.end_headers()
         handler.wfile.write(head)
         handler.wfile.flush()
-        if stream_delay and self._stopping.wait(stream_delay):
+        if stream_delay and self._hold(stream_delay, stream_until):
             return
         handler.wfile.write(tail)
         handler.wfile.flush()
+
+    def _hold(self, seconds: float, until: threading.Event | None) -> bool:
+        """Wait `seconds`, or until `until` is set; True when the server stops meanwhile."""
+        if until is None:
+            return self._stopping.wait(seconds)
+        deadline = time.monotonic() + seconds
+        while not until.wait(0.05):
+            if self._stopping.is_set():
+                return True
+            if time.monotonic() >= deadline:
+                break
+        return self._stopping.is_set()
 
     def _send_error(self, handler: _Handler, record: RecordedRequest, error: Error) -> None:
         extra: dict[str, str] = {}
@@ -1239,6 +1255,7 @@ def _finish(reply: Reply, body: Mapping[str, Any]) -> Reply:
         stream_delay=reply.stream_delay,
         usage=reply.usage,
         stop_reason=reply.stop_reason,
+        stream_until=reply.stream_until,
     )
 
 

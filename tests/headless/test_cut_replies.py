@@ -47,14 +47,14 @@ def cut_streams(monkeypatch: pytest.MonkeyPatch, count: int | None = None) -> No
     lock = threading.Lock()
 
     def send(
-        self: StubServer, handler: Any, record: Any, message: dict[str, Any], delay: float
+        self: StubServer, handler: Any, record: Any, message: dict[str, Any], *hold: Any
     ) -> None:
         with lock:
             cut = left[0] is None or left[0] > 0
             if left[0] is not None and cut:
                 left[0] -= 1
         if not cut:
-            return real(self, handler, record, message, delay)
+            return real(self, handler, record, message, *hold)
         head, tail = _sse_events(message)
         record.status = 200
         handler.send_response(200)

@@ -212,13 +212,18 @@ def test_cache_warm_starts_the_others_once_the_first_streams(
 ):
     lock = threading.Lock()
     seen = {"requests": 0}
+    second_came = threading.Event()
 
     def reviewer(body: dict[str, Any]) -> Any:
         with lock:
             seen["requests"] += 1
             first = seen["requests"] == 1
-        if first:  # begins streaming after 1 s, ends 3.5 s later (room for a slow CLI start)
-            return Reply(Json(passing(body)), delay=1.0, stream_delay=3.5)
+        if first:
+            # Begins streaming after 1 s and ends once the second request came
+            # (at the latest after 60 s): a loaded machine may take seconds to
+            # start the second CLI, which must not make the test flaky.
+            return Reply(Json(passing(body)), delay=1.0, stream_delay=60, stream_until=second_came)
+        second_came.set()
         return Json(passing(body))
 
     server = stub_server({REVIEWER: reviewer})
