@@ -37,6 +37,7 @@ from santa_method.headless.backends.base import (
     FixRequest,
     require_prerequisites,
 )
+from santa_method.headless.backends.checked import ask_fix
 from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
@@ -475,7 +476,8 @@ async def _fix_file(
     copy = fixer_copy(run_id, round_number, working.name, output)
     fix: FixReply = await run.call(
         "the fixer",
-        run.backend.fix(
+        ask_fix(
+            run.backend,
             FixRequest(
                 assignment=fixer_text,
                 target_path=str(copy),
@@ -483,7 +485,7 @@ async def _fix_file(
                 model=run.fixer_model,
                 timeout=run.timeout,
                 project_dir=run.project_dir,
-            )
+            ),
         ),
     )
     own = kept_fix(run_id, round_number)  # written before this process was interrupted
