@@ -52,6 +52,7 @@ from santa_method.state.unreviewed import (
     fixer_copy,
     keep_fix,
     kept_fix,
+    no_longer_a_file,
     still_reviewed,
     unreviewed_fix,
 )
@@ -493,6 +494,9 @@ async def _fix_file(
     # Kept with the run first: if the run ends before a round reviews it,
     # the target is put back and this copy is what the report names.
     keep_fix(run_id, round_number, fixed)
+    gone = no_longer_a_file(working, round_number)
+    if gone is not None:  # deleted, or a folder in its place: nothing to write the fix to
+        raise ChangedMeanwhile(gone, fix)
     if write:
         try:
             still_reviewed(working, reviewed, round_number, own)
@@ -570,14 +574,27 @@ def _result(
     report: str | None,
     reasons: list[str],
 ) -> VerifyResult:
+    if isinstance(working, Change):
+        output = working.read_text()
+    else:
+        try:
+            output = read_exact(working, "replace")
+        except OSError as exc:
+            # Deleted, or a folder put in its place, after the run ended its
+            # rounds: there is no output to answer, only what became of the run.
+            lost = f"{working} cannot be read any more ({exc.strerror or exc})"
+            if verdict == "NICE":
+                raise InputError(f"run {run_id} shipped, but {lost}") from None
+            why = "; ".join(reasons)
+            raise InputError(
+                f"run {run_id} is escalated: {why if str(working) in why else f'{why}; {lost}'}"
+            ) from None
     return VerifyResult(
         verdict=verdict,
         run_id=run_id,
         rounds=len({r.round for r in run.history}),
         history=run.history,
-        output=working.read_text()
-        if isinstance(working, Change)
-        else read_exact(working, "replace"),
+        output=output,
         output_path=str(working),
         report=report,
         tokens=run.tokens,
