@@ -171,3 +171,25 @@ def test_a_shipped_run_whose_state_cannot_be_read_is_not_escalated(
     assert "is shipped; it cannot escalate now" in capsys.readouterr().err
     assert main(["report", result.run_id, "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["verdict"] == "NICE"
+
+
+def test_a_run_whose_state_breaks_midway_is_escalated_by_its_own_loop(
+    project: Path, target: Path
+) -> None:
+    """The loop closes a run it stops on an error even when its state can
+    no longer be read (damaged while the fixer worked)."""
+
+    class Damages(Scripted):
+        async def fix(self, request: FixRequest) -> FixReply:
+            (run_id,) = runs.list_run_ids()
+            _cut(runs.run_dir(run_id) / "state.json")
+            raise BackendError("overloaded", transient=True)
+
+    with pytest.raises(BackendError):
+        verify_sync(SPEC, target, options=VerifyOptions(backend=Damages()))
+    (run_id,) = runs.list_run_ids()
+    records = runlog.read(project / ".santa" / "log.jsonl").records
+    (escalation,) = [r for r in records if r["event"] == "escalate"]
+    assert escalation["run_id"] == run_id
+    assert escalation["reason"] == "the run stopped on an error: overloaded"
+    assert "it is not JSON text" in escalation["state_unreadable"]
