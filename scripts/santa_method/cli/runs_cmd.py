@@ -44,17 +44,25 @@ def _warn(warnings: list[str]) -> None:
         echo(f"santa: warning: {w}", file=sys.stderr)
 
 
-def _print_open_round(run_id: str) -> None:
+def _print_open_round(run_id: str, events: list[dict[str, Any]]) -> None:
     """The open round's instruction, again: a reviewer refused for a changed
     prompt is spawned again with exactly this text. A headless run whose
     process is gone has no reviewer waiting: what to do with it instead."""
     from santa_method.core.errors import SantaError
     from santa_method.state import runs
+    from santa_method.state.history import outcome
     from santa_method.state.standing import annotate
+    from santa_method.state.store import StateUnreadable
 
     try:
         info = runs.describe(run_id)
         state = runs.load_state(run_id)
+    except StateUnreadable as exc:
+        text = f"run {run_id}'s state cannot be read ({exc.reason})"
+        if outcome(events) in ("open", "nice"):
+            text += f": close it with 'santa log escalate --run {run_id}'"
+        echo(text)
+        return
     except (SantaError, OSError, KeyError, ValueError):
         return  # the run's folder is gone or unreadable: the log is all there is
     row = {
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         for e in events:
             brief = ", ".join(f"{k}={e[k]}" for k in _BRIEF_FIELDS if k in e)
             echo(f"{e.get('ts', '')}  round {e.get('iteration')}  {e['event']:<9} {brief}")
-        _print_open_round(args.run_id)
+        _print_open_round(args.run_id, events)
         return 0
     if args.run_id:
         raise InputError("a run id goes with 'show': santa runs show ID")
@@ -145,6 +153,11 @@ def _interrupted_line(row: dict[str, Any]) -> str:
         text += (
             f": a change is reviewed again, not resumed: run '{row['again']}' (with its "
             f"options), or close it with '{row['close']}'"
+        )
+    elif row.get("unreadable"):
+        text += (
+            f" and its state cannot be read ({row['unreadable']}), so there is nothing to resume: "
+            f"close it with '{row['close']}'"
         )
     elif row.get("no_state"):
         text += (

@@ -31,6 +31,7 @@ from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
 from santa_method.core.types import Rubric
 from santa_method.headless.backends.base import Backend, FixRequest, Tokens
+from santa_method.headless.backends.checked import ask_fix
 from santa_method.headless.loop import verify
 from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import BatchResult
@@ -478,7 +479,7 @@ class BatchRun:
         )
         try:
             async with asyncio.timeout(self.settings.timeout):  # None: no limit
-                reply = await self.impl.fix(request)
+                reply = await ask_fix(self.impl, request)
         except TimeoutError:
             raise BackendError(
                 f"the screen's fixer timed out after {self.settings.timeout:g}s"

@@ -33,6 +33,7 @@ from santa_method.core.files import read_exact, read_text
 from santa_method.core.locate import changed_paths, parse_diff, places_of
 from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
+from santa_method.headless.backends.checked import ask_fix
 from santa_method.state import runs
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.model.run import Target
@@ -163,7 +164,8 @@ async def fix_change(
             raise ChangedMeanwhile(str(exc), spent) from None
         reply = await call(
             f"the fixer ({path})",
-            backend.fix(
+            ask_fix(
+                backend,
                 FixRequest(
                     assignment=assignment,
                     target_path=str(copy),
@@ -171,7 +173,7 @@ async def fix_change(
                     model=model,
                     timeout=timeout,
                     project_dir=str(change.root),
-                )
+                ),
             ),
         )
         tokens = tokens + reply.tokens

@@ -37,6 +37,7 @@ from santa_method.headless.backends.base import (
     FixRequest,
     require_prerequisites,
 )
+from santa_method.headless.backends.checked import ask_fix
 from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
@@ -51,6 +52,7 @@ from santa_method.state.unreviewed import (
     fixer_copy,
     keep_fix,
     kept_fix,
+    no_longer_a_file,
     still_reviewed,
     unreviewed_fix,
 )
@@ -318,9 +320,10 @@ def _labels(n: int) -> list[str]:
 
 
 def _escalate_quietly(run_id: str, reason: str) -> None:
+    """Escalate the run if it is open (a closed run refuses, and that is
+    kept quiet): also a run whose state can no longer be read."""
     with contextlib.suppress(Exception):
-        if runs.load_state(run_id).status == "open":
-            runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
+        runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
 
 
 async def _drive(
@@ -475,7 +478,8 @@ async def _fix_file(
     copy = fixer_copy(run_id, round_number, working.name, output)
     fix: FixReply = await run.call(
         "the fixer",
-        run.backend.fix(
+        ask_fix(
+            run.backend,
             FixRequest(
                 assignment=fixer_text,
                 target_path=str(copy),
@@ -483,7 +487,7 @@ async def _fix_file(
                 model=run.fixer_model,
                 timeout=run.timeout,
                 project_dir=run.project_dir,
-            )
+            ),
         ),
     )
     own = kept_fix(run_id, round_number)  # written before this process was interrupted
@@ -491,6 +495,9 @@ async def _fix_file(
     # Kept with the run first: if the run ends before a round reviews it,
     # the target is put back and this copy is what the report names.
     keep_fix(run_id, round_number, fixed)
+    gone = no_longer_a_file(working, round_number)
+    if gone is not None:  # deleted, or a folder in its place: nothing to write the fix to
+        raise ChangedMeanwhile(gone, fix)
     if write:
         try:
             still_reviewed(working, reviewed, round_number, own)
@@ -568,14 +575,27 @@ def _result(
     report: str | None,
     reasons: list[str],
 ) -> VerifyResult:
+    if isinstance(working, Change):
+        output = working.read_text()
+    else:
+        try:
+            output = read_exact(working, "replace")
+        except OSError as exc:
+            # Deleted, or a folder put in its place, after the run ended its
+            # rounds: there is no output to answer, only what became of the run.
+            lost = f"{working} cannot be read any more ({exc.strerror or exc})"
+            if verdict == "NICE":
+                raise InputError(f"run {run_id} shipped, but {lost}") from None
+            why = "; ".join(reasons)
+            raise InputError(
+                f"run {run_id} is escalated: {why if str(working) in why else f'{why}; {lost}'}"
+            ) from None
     return VerifyResult(
         verdict=verdict,
         run_id=run_id,
         rounds=len({r.round for r in run.history}),
         history=run.history,
-        output=working.read_text()
-        if isinstance(working, Change)
-        else read_exact(working, "replace"),
+        output=output,
         output_path=str(working),
         report=report,
         tokens=run.tokens,

@@ -28,6 +28,7 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.headless.backends.checked import ask_review
 from santa_method.headless.options import EventHook
 from santa_method.headless.results import ReviewerRecord, RoundRecord
 
@@ -184,7 +185,7 @@ class LoopRun:
             )
             reply = await self.call(
                 f"reviewer {label}",
-                self.backend.review(request),
+                ask_review(self.backend, request),
                 queued=bool(getattr(self.backend, "queued", False)),
             )
             on_started = None

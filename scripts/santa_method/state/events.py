@@ -10,13 +10,14 @@ saved or logged) and writes the report.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 from pathlib import Path
 from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
-from santa_method.state import locks
+from santa_method.state import locks, unreadable
 from santa_method.state import log as runlog
 from santa_method.state.atomic import is_temporary
 from santa_method.state.fixes import check_changed, fix_report, needs_input
@@ -119,6 +120,8 @@ def log_event(
                 f"run {run_id} is being driven by {driver} right now; stop that process "
                 "(it escalates the run itself) or wait for it to end"
             )
+    if event == "escalate" and (why := unreadable.why(run_id)) is not None:
+        return _escalate_unreadable(run_id, data, log_path, why)
     with locked_state(run_id) as state:
         check_log_path(state, log_path)
         current = state.rounds[-1]
@@ -205,6 +208,49 @@ def _logged_end(log: str, run_id: str) -> dict[str, Any] | None:
     )
     found: dict[str, Any] | None = next(ends, None)
     return found
+
+
+def _escalate_unreadable(
+    run_id: str,
+    data: dict[str, Any],
+    log_path: str | os.PathLike[str] | None,
+    why: str,
+) -> dict[str, Any]:
+    """Close a run whose state this santa cannot read, so a person can.
+
+    Nothing can be put back (which file holds a fix is in the state), so the
+    report says so; the log records the escalation and why the state cannot
+    be read, and the state's status says escalated when it is still JSON."""
+    from santa_method.state.history import outcome
+
+    path = unreadable.log_path(run_id, log_path)
+    status = (unreadable.raw(run_id) or {}).get("status")
+    with open(run_dir(run_id) / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = unreadable.records(run_id, path)
+        ended = _logged_end(str(path), run_id)
+        said = status if status in ("shipped", "escalated") else outcome(found)
+        if said == "shipped" or (said == "escalated" and status != "open"):
+            raise RefusedError(f"run {run_id} is {said}; it cannot escalate now")
+        if ended is not None and ended.get("event") == "escalate":
+            written = ended  # logged before its process died: the state comes up to it
+        else:
+            data["reason"] = str(data.get("reason") or "escalated by hand")
+            data["state_unreadable"] = why
+            written = runlog.append(
+                path,
+                {
+                    "run_id": run_id,
+                    "event": "escalate",
+                    "iteration": unreadable.last_round(run_id),
+                    **data,
+                },
+            )
+        unreadable.mark(run_id, "escalated")
+    from santa_method.state.report import write_report
+
+    write_report(run_id)
+    return written
 
 
 def _log_without_state(

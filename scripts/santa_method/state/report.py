@@ -14,9 +14,11 @@ from typing import Any
 
 from santa_method.core.files import read_exact
 from santa_method.state import log as runlog
+from santa_method.state import unreadable
 from santa_method.state.atomic import replace_text
+from santa_method.state.history import outcome
 from santa_method.state.redact import redact
-from santa_method.state.store import load_state, run_dir
+from santa_method.state.store import StateUnreadable, load_state, run_dir
 from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix
 from santa_method.state.unreviewed import unreviewed_fix
@@ -67,7 +69,10 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def build(run_id: str) -> dict[str, Any]:
     """The report as data, redacted; `santa report --format json` prints this."""
-    state = load_state(run_id)
+    try:
+        state = load_state(run_id)
+    except StateUnreadable as exc:
+        return _unreadable(run_id, exc.reason)
     folder = run_dir(run_id)
     records = [r for r in runlog.read(state.log).records if r.get("run_id") == run_id]
     fixes = [
@@ -135,6 +140,82 @@ def build(run_id: str) -> dict[str, Any]:
     return redact(report)
 
 
+def _unreadable(run_id: str, why: str) -> dict[str, Any]:
+    """The report of a run whose state cannot be read, from what is left:
+    the log (its start, gates, fixes and escalation), the run folder's spec
+    and last output. `state_unreadable` says why; no fix can be named."""
+    folder = run_dir(run_id)
+    records = unreadable.records(run_id, unreadable.log_path(run_id))
+    start = next((r for r in records if r.get("event") == "run"), {})
+    status = outcome(records)
+    fixes = [
+        {k: v for k, v in r.items() if k not in _META} for r in records if r.get("event") == "fix"
+    ]
+    by_round = {f.get("iteration"): f for f in fixes}
+    gates: dict[int, list[dict[str, Any]]] = {}
+    for rec in records:
+        if rec.get("event") == "gate" and isinstance(rec.get("iteration"), int):
+            gates.setdefault(rec["iteration"], []).append(rec)
+    rounds: list[dict[str, Any]] = []
+    for number, held in sorted(gates.items()):
+        final = held[-1]
+        flags = [f for f in final.get("issues") or [] if isinstance(f, dict)]
+        rounds.append(
+            {
+                "round": number,
+                "verdict": final.get("verdict"),
+                "next": final.get("next"),
+                "flags": flags,
+                "reasons": [str(r) for r in final.get("reasons") or []],
+                "gates": len(held),
+                "rereviews": 0,
+                "fix": None
+                if (fix := by_round.get(number)) is None
+                else {k: v for k, v in fix.items() if k != "iteration"},
+            }
+        )
+    last = rounds[-1] if rounds else None
+    unresolved: list[dict[str, Any]] = (
+        last["flags"] if last and last["verdict"] == "NAUGHTY" else []
+    )
+    latest = unreadable.last_round(run_id)
+    output_file = folder / f"round-{latest}" / "output.txt"
+    spec_file = folder / "spec.md"
+    reasons = [
+        str(r["reason"]) for r in records if r.get("event") == "escalate" and r.get("reason")
+    ]
+    report = {
+        "run_id": run_id,
+        "status": {"nice": "open"}.get(status, status),
+        "target": str(start.get("target") or "?"),
+        "working_copy": start.get("working_copy")
+        if isinstance(start.get("working_copy"), str)
+        else None,
+        "source": start.get("source"),
+        "rubric": str(start.get("rubric") or "?"),
+        "reviewers": start.get("reviewers"),
+        "max_fixes": start.get("max_fixes"),
+        "budget_usd": None,
+        "escalation_reasons": reasons,
+        "questions": [],
+        "spec": read_exact(spec_file, "replace") if spec_file.is_file() else "",
+        "output": read_exact(output_file, "replace") if output_file.is_file() else "",
+        "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
+        "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
+        "rounds": rounds,
+        "fixes": fixes,
+        "waived": [
+            {k: v for k, v in rec.items() if k not in _META}
+            for rec in records
+            if rec.get("event") == "waive"
+        ],
+        "cost": _cost(records),
+        "unreviewed_fix": None,
+        "state_unreadable": why,
+    }
+    return redact(report)
+
+
 def _fence(text: str) -> str:
     """A backtick fence longer than any run of backticks in `text`."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -188,6 +269,16 @@ def to_markdown(report: dict[str, Any]) -> str:
     if report["escalation_reasons"]:
         parts += ["", "## Why it escalated", ""]
         parts += [f"- {r}" for r in report["escalation_reasons"]]
+    if report.get("state_unreadable"):
+        parts += [
+            "",
+            "## The run's state cannot be read",
+            "",
+            f"- {report['state_unreadable']}",
+            "- This report is built from the log and the run folder. Whether the target holds "
+            "a fix no round reviewed cannot be told: check it against the last round's output "
+            "(the kept fixes are the run folder's `round-N/fix.txt` and `round-N/fixes/`).",
+        ]
     if report.get("unreviewed_fix"):
         parts += ["", "## Unreviewed fix", "", f"- {report['unreviewed_fix']['sentence']}"]
     if report["questions"]:

@@ -26,8 +26,9 @@ def interrupted(run_id: str, source: Any) -> bool:
 def annotate(row: dict[str, Any]) -> dict[str, Any]:
     """A `santa runs` row of an open run, with what stands now: `outcome`
     becomes `interrupted` with the commands that resume or close it (a
-    change is reviewed again instead: `again`), and `unreviewed_fix` names
-    a fix the target holds that no round reviewed."""
+    change is reviewed again instead: `again`), `unreviewed_fix` names
+    a fix the target holds that no round reviewed, and `unreadable` says
+    why a state that is there cannot be read."""
     if row.get("outcome") != "open" or not interrupted(row["run_id"], row.get("source")):
         return row
     row = {
@@ -46,8 +47,13 @@ def annotate(row: dict[str, Any]) -> dict[str, Any]:
         return row
     try:
         state = store.load_state(row["run_id"])
+    except store.StateUnreadable as exc:
+        # Its folder is there, but not a state to resume from: closing it is left.
+        row["resume"] = None
+        row["unreadable"] = exc.reason
+        return row
     except (InputError, OSError, ValueError):
-        row["resume"] = None  # nothing left to resume from: its folder is gone or unreadable
+        row["resume"] = None  # nothing left to resume from: its folder is gone
         return row
     if state.target.kind == "diff":
         # A change is recomputed from the checkout: it is reviewed again, not resumed.

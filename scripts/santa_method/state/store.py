@@ -71,25 +71,52 @@ def save(folder: Path, data: dict[str, Any]) -> None:
     mark_finished(str(folder.parent), folder.name, data["status"])
 
 
+class StateUnreadable(InputError):
+    """A run whose `state.json` exists but cannot be read: not JSON, cut
+    short, or holding what this santa refuses (`reason` says which). Such a
+    run can still be listed, reported and escalated (`state/unreadable.py`)."""
+
+    def __init__(self, run_id: str, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.reason = reason
+
+
 def _typed(run_id: str, data: Any) -> RunState:
     try:
         return RunState.from_json(data)
     except StateError as exc:
-        raise InputError(
-            f"the state of run '{run_id}' cannot be read by this santa: {exc}"
+        raise StateUnreadable(
+            run_id, f"the state of run '{run_id}' cannot be read by this santa: {exc}", str(exc)
         ) from None
+
+
+def _parsed(run_id: str, state_file: Path) -> Any:
+    """The state file's JSON; StateUnreadable when it holds none."""
+    try:
+        return json.loads(state_file.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:
+        reason = (
+            "it is nested too deeply"
+            if isinstance(exc, RecursionError)
+            else f"it is not JSON text ({exc})"
+        )
+        message = f"the state of run '{run_id}' is unreadable: {reason}"
+        raise StateUnreadable(run_id, message, reason) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        message = f"the state of run '{run_id}' is unreadable: {reason}"
+        raise StateUnreadable(run_id, message, reason) from None
 
 
 def load_state(run_id: str) -> RunState:
     """A snapshot of the run's state as typed records (read-only use); a
-    file this version cannot read is an InputError naming its key."""
+    file this version cannot read is a StateUnreadable (an InputError)
+    naming its key."""
     state_file = run_dir(run_id) / "state.json"
     if not state_file.exists():
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
-    try:
-        return _typed(run_id, json.loads(state_file.read_text(encoding="utf-8")))
-    except ValueError as exc:
-        raise InputError(f"the state of run '{run_id}' is unreadable: {exc}") from None
+    return _typed(run_id, _parsed(run_id, state_file))
 
 
 @contextlib.contextmanager
@@ -102,11 +129,7 @@ def locked_state(run_id: str) -> Iterator[RunState]:
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
     with open(folder / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            data = json.loads(state_file.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"the state of run '{run_id}' is unreadable: {exc}") from None
-        state = _typed(run_id, data)
+        state = _typed(run_id, _parsed(run_id, state_file))
         yield state
         save(folder, state.to_json())
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.errors import RefusedError
+from santa_method.core.files import path_kind
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.model.run import Round, RunState
 from santa_method.state.store import load_state, run_dir
@@ -105,10 +106,28 @@ def fixer_answer(answer: str | None, copy: Path, file: Path, reviewed: bytes) ->
     return reviewed, False
 
 
+def no_longer_a_file(file: Path, round_number: int) -> str | None:
+    """Why a fix cannot go to `file` when someone deleted it or put a
+    folder in its place meanwhile; None while it is a regular file."""
+    kind = path_kind(file)
+    if kind == "file":
+        return None
+    became = {"missing": "was deleted", "dir": "was replaced by a folder"}.get(
+        kind, "was replaced by something that is not a regular file"
+    )
+    return (
+        f"{file} {became} while round {round_number} was reviewed or fixed; its fix was not "
+        "written, and is kept in the run folder"
+    )
+
+
 def still_reviewed(file: Path, reviewed: bytes, round_number: int, own: bytes | None = None) -> None:
     """Refuse to write a fix over `file` unless it still holds what round
     `round_number` reviewed (or `own`, the fix this run wrote there before
     it was interrupted)."""
+    gone = no_longer_a_file(file, round_number)
+    if gone is not None:
+        raise ChangedMeanwhile(gone)
     now = _read(file)
     if now != reviewed and (own is None or now != own):
         raise ChangedMeanwhile(

@@ -29,6 +29,11 @@ A custom backend, complete::
 Errors: raise `BackendError` (exit 3) with one sentence a person can act on
 (no credentials, auth refused, overloaded, timed out). Never return a fake
 PASS on failure: a reply that is not a review fails closed anyway.
+What `review` and `fix` return is checked where the loop receives it
+(`checked.py`): a ReviewReply or FixReply whose texts are strings (UTF-8,
+no lone surrogates), whose `tokens` is a Tokens of whole numbers from 0
+and whose `cost_usd` is None or a finite number from 0. Anything else is a
+BackendError naming the backend, and the run is not shipped.
 
 Optionally, `async def preflight(self) -> list[str]` names what the backend
 lacks to start at all (a package, a key, a login), one sentence each. The

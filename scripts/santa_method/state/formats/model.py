@@ -293,7 +293,10 @@ def _verdict(state: RunState) -> tuple[str, str | None]:
 
 def run_subject(run_id: str, name: str | None = None, path: str | None = None) -> Subject:
     """One run as a subject; `path` (a batch item's file) replaces its target's."""
-    state = store.load_state(run_id)
+    try:
+        state = store.load_state(run_id)
+    except store.StateUnreadable:
+        return _unreadable_subject(run_id, run_report.build(run_id), name, path)
     legacy = run_report.build(run_id)
     folder = store.run_dir(run_id)
     gated = [r for r in state.rounds if r.gates]
@@ -316,16 +319,7 @@ def run_subject(run_id: str, name: str | None = None, path: str | None = None) -
     suggestions = tuple(
         _suggestion(paths, str(s), title) for s in (gate.suggestions if gate is not None else [])
     )
-    rounds = tuple(
-        RoundLine(
-            round=r["round"],
-            verdict=r["verdict"],
-            next=r["next"],
-            problems=len(r["flags"]),
-            fix_notes=(r["fix"] or {}).get("notes") or (r["fix"] or {}).get("changed"),
-        )
-        for r in legacy["rounds"]
-    )
+    rounds = _round_lines(legacy)
     cost = legacy["cost"]
     return Subject(
         name=title,
@@ -345,6 +339,20 @@ def run_subject(run_id: str, name: str | None = None, path: str | None = None) -
     )
 
 
+def _round_lines(legacy: dict[str, Any]) -> tuple[RoundLine, ...]:
+    """Each round of a run's report (`state/report.py`), in a line."""
+    return tuple(
+        RoundLine(
+            round=r["round"],
+            verdict=r["verdict"],
+            next=r["next"],
+            problems=len(r["flags"]),
+            fix_notes=(r["fix"] or {}).get("notes") or (r["fix"] or {}).get("changed"),
+        )
+        for r in legacy["rounds"]
+    )
+
+
 def _criteria(data: Any) -> tuple[Criterion, ...]:
     from santa_method.core.rubric import rubric_from_json
 
@@ -358,7 +366,10 @@ def _version() -> str:
 
 
 def build_run(run_id: str) -> Report:
-    state = store.load_state(run_id)
+    try:
+        state = store.load_state(run_id)
+    except store.StateUnreadable:
+        return _unreadable_run(run_id)
     subject = run_subject(run_id)
     rubric = json.loads((store.run_dir(run_id) / "rubric.json").read_text(encoding="utf-8"))
     legacy = run_report.build(run_id)
@@ -369,6 +380,51 @@ def build_run(run_id: str) -> Report:
         next=subject.next,
         rubric=state.rubric,
         criteria=_criteria(rubric),
+        subjects=(subject,),
+        reasons=subject.reasons,
+        cost_usd=subject.cost_usd,
+        tokens=subject.tokens,
+        version=_version(),
+        legacy=legacy,
+    )
+
+
+def _unreadable_subject(
+    run_id: str, legacy: dict[str, Any], name: str | None = None, path: str | None = None
+) -> Subject:
+    """A run whose state cannot be read, as its report (`state/report.py`,
+    `legacy`) rebuilds it from the log: a verdict and the reasons, no places."""
+    verdict, step = {"shipped": ("NICE", None), "escalated": ("ESCALATED", "escalate")}.get(
+        legacy["status"], ("OPEN", None)
+    )
+    why = f"its state cannot be read: {legacy['state_unreadable']}"
+    return Subject(
+        name=name if name is not None else legacy["target"],
+        run_id=run_id,
+        verdict=verdict,
+        next=step,
+        paths=(path,) if path is not None else (),
+        rounds=_round_lines(legacy),
+        reasons=(*legacy["escalation_reasons"], why),
+        cost_usd=legacy["cost"]["usd"],
+        tokens=legacy["cost"]["tokens"],
+    )
+
+
+def _unreadable_run(run_id: str) -> Report:
+    legacy = run_report.build(run_id)
+    subject = _unreadable_subject(run_id, legacy)
+    try:
+        criteria = _criteria(json.loads((store.run_dir(run_id) / "rubric.json").read_bytes()))
+    except (OSError, ValueError, InputError):
+        criteria = ()
+    return Report(
+        kind="run",
+        id=run_id,
+        verdict=subject.verdict,
+        next=subject.next,
+        rubric=legacy["rubric"],
+        criteria=criteria,
         subjects=(subject,),
         reasons=subject.reasons,
         cost_usd=subject.cost_usd,
