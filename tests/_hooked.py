@@ -189,7 +189,8 @@ class Project:
         for r in state["rounds"]:
             for spawn in r.get("spawns") or []:
                 at = datetime.fromisoformat(spawn["at"].replace("Z", "+00:00"))
-                spawn["at"] = _iso(at - timedelta(minutes=minutes))
+                moved = (at - timedelta(minutes=minutes)).isoformat(timespec="microseconds")
+                spawn["at"] = moved.replace("+00:00", "Z")
         path.write_text(json.dumps(state, indent=2), encoding="utf-8")
         for agent, began in self.started.items():
             self.started[agent] = began - timedelta(minutes=minutes)

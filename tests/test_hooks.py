@@ -326,13 +326,15 @@ def test_gate_counts_exactly_the_stored_replies(open_round: Project) -> None:
 @pytest.mark.slow
 def test_a_reply_without_a_spawned_reviewer_is_not_stored(open_round: Project) -> None:
     # The exact instruction and a valid review, but the guard never saw an
-    # Agent call for it: it is no reviewer's reply.
-    open_round.stop("agent-0", review(open_round.canary)).allowed()
+    # Agent call for it: it is no reviewer's reply, and the hook says so.
+    told = open_round.stop("agent-0", review(open_round.canary)).noted()
+    assert "agent agent-0 was not counted" in told and "no reviewer was spawned" in told
     assert all(slot is None for slot in open_round.slots().values())
 
     open_round.spawn()
     open_round.stop("agent-1", review(open_round.canary)).allowed()
-    open_round.stop("agent-2", review(open_round.canary)).allowed()  # one spawn, one slot
+    told = open_round.stop("agent-2", review(open_round.canary)).noted()  # one spawn, one slot
+    assert "no reviewer was spawned" in told
     slots = open_round.slots()
     assert slots["B"].agent_id == "agent-1" and slots["C"] is None
     gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
@@ -350,7 +352,9 @@ def test_one_agent_call_seen_twice_is_one_reviewer(open_round: Project) -> None:
         ).allowed()
     assert open_round.state().rounds[-1].spawned == 1
     open_round.stop("agent-1", review(open_round.canary)).allowed()
-    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    assert (
+        "no reviewer was spawned" in open_round.stop("agent-2", review(open_round.canary)).noted()
+    )
     assert open_round.slots()["C"] is None
 
 
