@@ -42,6 +42,19 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def clock_on(state_file: Path, minutes: float) -> None:
+    """Let `minutes` pass for a run's reviewers: every start the guard
+    recorded moves that far into the past (the state file is the clock the
+    gate reads; no test waits half an hour)."""
+    state = json.loads(state_file.read_text(encoding="utf-8"))
+    for r in state["rounds"]:
+        for spawn in r.get("spawns") or []:
+            at = datetime.fromisoformat(spawn["at"].replace("Z", "+00:00"))
+            moved = (at - timedelta(minutes=minutes)).isoformat(timespec="microseconds")
+            spawn["at"] = moved.replace("+00:00", "Z")
+    state_file.write_text(json.dumps(state, indent=2), encoding="utf-8")
+
+
 def hook_env(root: Path) -> dict[str, str]:
     """The environment Claude Code gives a hook command, with state kept in tmp."""
     env = {
@@ -180,18 +193,9 @@ class Project:
         return done.returncode, json.loads(done.stdout)
 
     def clock_on(self, minutes: float) -> None:
-        """Let `minutes` pass for the run's reviewers: every start the guard
-        recorded moves that far into the past (the state file is the clock
-        the gate reads; no test waits half an hour), and so do the times the
-        reviewers' transcripts will show they began."""
-        path = self.root / ".santa" / "runs" / self.run_id / "state.json"
-        state = json.loads(path.read_text(encoding="utf-8"))
-        for r in state["rounds"]:
-            for spawn in r.get("spawns") or []:
-                at = datetime.fromisoformat(spawn["at"].replace("Z", "+00:00"))
-                moved = (at - timedelta(minutes=minutes)).isoformat(timespec="microseconds")
-                spawn["at"] = moved.replace("+00:00", "Z")
-        path.write_text(json.dumps(state, indent=2), encoding="utf-8")
+        """Let `minutes` pass for the run's reviewers (see `clock_on`), and
+        for the times the reviewers' transcripts will show they began."""
+        clock_on(self.root / ".santa" / "runs" / self.run_id / "state.json", minutes)
         for agent, began in self.started.items():
             self.started[agent] = began - timedelta(minutes=minutes)
 

@@ -17,6 +17,7 @@ replies counts as missing once its deadline has passed.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -266,3 +267,59 @@ def test_a_late_fail_after_the_ship_is_recorded_and_named(p: Project) -> None:
     assert "shipped" in note and f"santa log escape --run {p.run_id}" in note
     (late,) = p.state().rounds[0].extras.values()
     assert late.agent_id == "r1"
+
+
+# --- which start a reply answers ---------------------------------------------------
+
+
+def _round_with_starts(*minutes_ago: float) -> tuple[Any, datetime]:
+    """A round whose reviewers were started that many minutes ago, in that order."""
+    from santa_method.state.model.run import Round, Spawn
+
+    now = datetime.now(UTC)
+    r = Round(1, "", "c", "b", "a.md", "i", "h", True, 1, 2, 0, {"B": None, "C": None})
+    r.spawns = [
+        Spawn(at=(now - timedelta(minutes=m)).isoformat(), opening=n, id=f"t{n}")
+        for n, m in enumerate(minutes_ago)
+    ]
+    return r, now
+
+
+def test_a_reply_answers_the_start_just_before_its_transcript_began() -> None:
+    from santa_method.state import waiting
+
+    # r1 started 40 minutes ago (overdue), r3 a minute ago; r1 replies first.
+    r, now = _round_with_starts(40, 1)
+    answered = waiting.answer(r, "r1", now - timedelta(minutes=40))
+    assert answered is not None and answered.id == "t0"
+    # r3 is still awaited: the old reviewer's reply did not take its place.
+    (still,) = waiting.awaited(r, now)
+    assert (still.label, 50 <= still.seconds <= 70) == ("B", True)
+    assert waiting.answer(r, "r1", None) is answered  # its hook again: the same start
+    assert waiting.answer(r, "r3", now - timedelta(seconds=59)).id == "t1"
+    assert waiting.awaited(r, now) == [] and waiting.answer(r, "r9", now) is None
+
+
+def test_without_a_transcript_time_a_reply_answers_the_oldest_start() -> None:
+    from santa_method.state import waiting
+
+    # The cautious guess: the reviewer still out is the newest, so the gate waits for it.
+    r, now = _round_with_starts(40, 1)
+    assert waiting.answer(r, "r3", None).id == "t0"
+    (still,) = waiting.awaited(r, now)
+    assert still.label == "B"
+    # And once it is past its deadline it counts as missing, with the reason.
+    assert waiting.awaited(r, now + timedelta(minutes=30)) == []
+    reason = waiting.missing(r, now + timedelta(minutes=30))["B"]
+    assert "did not reply within 30 min" in reason and "31 min ago" in reason
+
+
+def test_the_texts_a_model_follows_say_to_wait_and_give_the_deadline_the_gate_uses() -> None:
+    from santa_method.state.waiting import DEADLINE_MINUTES
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("SKILL.md", "commands/verify.md"):
+        text = " ".join((root / name).read_text(encoding="utf-8").split())
+        assert "`wait`" in text and "task notification" in text, name
+        assert f"silent for {DEADLINE_MINUTES} minutes" in text, name
+        assert "santa gate --run RUN_ID --json" in text, name
