@@ -101,7 +101,8 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
         )
         if refusal:
             return deny(
-                f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`."
+                f"No reviewer slot is open: {refusal}. Wait for the task notifications of the "
+                f"reviewers still running, then gate the round with `santa gate --run {found[0]}`."
             )
         return None
     if kind in FIXER_TYPES:
@@ -227,7 +228,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     if not isinstance(agent_id, str) or not agent_id:
         raise RuntimeError("the stop hook's input names no agent_id")
     result = validate_reply(reply, rubric=rubric, output=output, canary=current.canary)
-    unread = reading_problem(_records(transcript), current.assignment)
+    records = _records(transcript)
+    unread = reading_problem(records, current.assignment)
     if unread:
         # Reading is part of a valid review: a reply from a reviewer that
         # skipped part of the assignment (or peeked at other reviews) fails.
@@ -243,7 +245,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
         # The run has ended: its reply is kept, but nothing it says can
         # change the run, so the reviewer is not asked again.
         counter["blocks"] = counter["quote_blocks"] = MAX_BLOCKS
-    began = transcripts.began(_records(transcript))
+    began = transcripts.began(records)
 
     if not result.valid:
         if counter["blocks"] < MAX_BLOCKS:

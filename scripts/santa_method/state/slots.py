@@ -227,7 +227,7 @@ def keep_reply(
             token_detail=dict(token_detail) if token_detail else None,
             stored=now(),
         )
-        own = _own_place(r, slot)
+        own = _own_place(state, r, slot, verdict)
         if own is not None:
             return own
         if state.source == "hook":
@@ -239,16 +239,23 @@ def keep_reply(
         raise RefusedError(f"every reviewer slot of round {round_number} is filled")
 
 
-def _own_place(r: Round, slot: Slot) -> Stored | None:
+def _own_place(state: RunState, r: Round, slot: Slot, verdict: str | None) -> Stored | None:
     """The agent's own earlier reply, replaced (its hook ran again); None if it has none."""
     for places in (r.slots, r.extras):
         for label, held in places.items():
-            if held is not None and held.agent_id == slot.agent_id:
-                if slot_stands(held) or held.gated_valid is not None:
-                    raise RefusedError(f"reviewer {label}'s reply was already gated")
-                slot.verdict, slot.why_extra = held.verdict, held.why_extra
-                places[label] = slot
-                return Stored(label)
+            if held is None or held.agent_id != slot.agent_id:
+                continue
+            extra = places is r.extras
+            if (held.reply, held.failed) == (slot.reply, slot.failed):
+                # The same reply stored twice (plugin and vendored hooks both ran).
+                return Stored(label, late.note(state, r, label, held) if extra else None)
+            if slot_stands(held) or held.gated_valid is not None:
+                raise RefusedError(f"reviewer {label}'s reply was already gated")
+            if extra:
+                slot.why_extra = held.why_extra
+                slot.verdict = verdict if not slot.failed else None
+            places[label] = slot
+            return Stored(label, late.note(state, r, label, slot) if extra else None)
     return None
 
 
