@@ -141,11 +141,14 @@ def test_a_fail_after_the_nice_gate_stops_the_ship(p: Project) -> None:
     p.stop("r4", passing(p)).allowed()
     rc, nice = p.gate()
     assert rc == 0 and (nice["verdict"], nice["next"]) == ("NICE", "ship")
+    p.stop("r3", passing(p)).allowed()  # its hook again (plugin and vendored): nothing new
 
     answer = p.stop("r1", fail(p))
     _ship_refused(p, "reviewer D's FAIL arrived after round 1's NICE gate")
     note = answer.noted()
     assert "counts against round 1" in note and "cannot ship" in note
+    assert p.stop("r1", fail(p)).noted() == note  # stored once, said the same way
+    assert list(p.state().rounds[0].extras) == ["D"]
     status = p.santa("round", "status", "--run", p.run_id)
     assert f"next: santa gate --run {p.run_id}" in status.stdout
 
