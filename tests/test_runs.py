@@ -129,9 +129,11 @@ def test_nice_round_through_the_store_then_ship(home: Path) -> None:
     assert store(home, opened, "agent-c", review(opened.canary), spawn=False) == "C"
     result = runs.gate_run(opened.run_id)
     assert (result.verdict, result.next) == ("NICE", "ship")
-    # Nothing more can be stored, reserved or gated in a gated round.
+    # Nothing more can be reserved or gated in a gated round, and no reply
+    # stored without a reviewer started for it (a started one's late reply
+    # is kept: test_late_replies.py).
     assert "gated already" in (runs.reserve_reviewer(opened.run_id, 1) or "")
-    with pytest.raises(RefusedError, match="gated already"):
+    with pytest.raises(RefusedError, match="no reviewer was spawned"):
         store(home, opened, "agent-d", review(opened.canary), spawn=False)
     with pytest.raises(RefusedError, match="gated already"):
         runs.gate_run(opened.run_id)

@@ -282,8 +282,14 @@ def status(args: argparse.Namespace) -> int:
         echo(
             f"round {info['round']} is open: replies in {filled}; open {', '.join(info['open_slots'])}"
         )
+    for line in info["waiting_for"]:
+        echo(line)
+    if info["waiting_for"]:
+        echo(f"({runs.wait_step(args.run)})")
     if last:
         echo(f"last gate: round {last['round']}, {last['verdict']}, next {last['next']}")
+    if info["stale_gate"]:
+        echo(info["stale_gate"])
     if info["next_step"]:
         echo(f"next: {info['next_step']}")
     return 0

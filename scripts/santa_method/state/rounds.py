@@ -28,7 +28,7 @@ from santa_method.core.escalation import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.files import read_exact
 from santa_method.core.gate import default_labels
 from santa_method.core.types import Rubric
-from santa_method.state import sources
+from santa_method.state import late, sources, waiting
 from santa_method.state.atomic import replace_text
 from santa_method.state.model.run import Round, RunState, Target
 from santa_method.state.paths import default_log_path, ensure_santa_dir
@@ -134,6 +134,7 @@ def _write_round(folder: Path, state: RunState, number: int, output: str) -> Rou
         capacity=len(labels),
         spawned=0,
         slots=dict.fromkeys(labels),
+        spawns=[],
     )
     body = _assignment_body(folder, state, r)
     replace_text(path, body)
@@ -267,6 +268,8 @@ def _next_round_check(state: RunState) -> str:
             f"round {current.round} of run {state.id} has not been gated yet; "
             f"run 'santa gate --run {state.id}' first"
         )
+    if stale := late.stale_gate(state):
+        raise RefusedError(stale)
     if last.next == "rereview":
         if current.rereviews >= MAX_REREVIEWS:
             raise RefusedError(f"round {current.round} has had {MAX_REREVIEWS} re-reviews already")
@@ -339,9 +342,11 @@ def describe(run_id: str) -> dict[str, Any]:
     last = state.last_gate
     filled = [label for label, slot in current.slots.items() if slot is not None]
     empty = [label for label, slot in current.slots.items() if slot is None]
+    stale = late.stale_gate(state)
+    still = waiting.awaited(current) if current.open and state.status == "open" else []
     if state.status != "open":
         step = None
-    elif current.open:
+    elif current.open or stale:
         step = f"santa gate --run {run_id}"
     elif last and last.next == "fix":
         fixed = any(f.after_round == current.round for f in state.fixes)
@@ -367,5 +372,8 @@ def describe(run_id: str) -> dict[str, Any]:
         "last_gate": None if last is None else last.to_json(),
         "instruction": current.instruction if current.open and state.status == "open" else None,
         "fixer_instruction": state.fixer.instruction if state.fixer is not None else None,
+        "waiting": [a.to_json() for a in still],
+        "waiting_for": [f"waiting for {a.phrase()}" for a in still],
+        "stale_gate": stale,
         "next_step": step,
     }
