@@ -121,7 +121,7 @@ def test_console_script_import_time_lists_no_sdk(tmp_path, inputs) -> None:
 #: (the compiled check accepts it) and fastjsonschema (which only generates
 #: that check), output styling, the YAML of rubrics, fuzzy matching, the SDKs,
 #: detect-secrets for text that cannot hold what its plugins find
-#: (state/redact.py), and pathlib (core/data.py).
+#: (core/redact.py), and pathlib (core/data.py).
 #: bench/helper.py measures the time this saves.
 NOT_ON_THE_VALIDATE_PATH = (
     "jsonschema",
@@ -171,14 +171,14 @@ def test_a_reply_the_compiled_check_refuses_gets_jsonschemas_errors(tmp_path) ->
     assert report["code"] == 1 and "jsonschema" in report["loaded"]  # the probe sees it load
 
 
-# Importing state/redact.py compiles none of its patterns: each is compiled
+# Importing core/redact.py compiles none of its patterns: each is compiled
 # the first time it is used, and finds what it found compiled at import.
 REDACT_PROBE = """
 import json, re, sys
 compiled = []
 real = re.compile
 re.compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)
-import santa_method.state.redact as redact
+import santa_method.core.redact as redact
 at_import = len(compiled)
 re.compile = real
 key = "sk-ant-" + "a1B2" * 8

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from santa_method.state.redact import Finding, find_secrets, redact, redact_text
+from santa_method.core.redact import Finding, find_secrets, redact, redact_text
 
 # Planted, syntactically valid, fake credentials.
 ANTHROPIC = (
@@ -212,7 +212,7 @@ def test_the_speed_gates_are_implied_by_the_plugins_own_keywords() -> None:
     from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
     from detect_secrets.plugins.keyword import DENYLIST
 
-    from santa_method.state.redact import GATES
+    from santa_method.core.redact import GATES
 
     for entry in DENYLIST:
         for spelling in (entry.replace("_?", ""), entry.replace("_?", "_")):
@@ -338,7 +338,7 @@ def test_santas_own_tokens_survive() -> None:
 
 
 def test_redact_json_redacts_every_string_and_keeps_the_shape() -> None:
-    from santa_method.state.redact import redact_json
+    from santa_method.core.redact import redact_json
 
     data = {"quote": BARE_AWS_SECRET, "n": 3, "list": [PEM_BODY], "sha": SHA}
     out = redact_json(data)
@@ -361,7 +361,7 @@ def test_redact_json_redacts_every_string_and_keeps_the_shape() -> None:
 def test_the_plugin_gate_lets_every_plugin_format_through(secret: str) -> None:
     """Plugins are skipped on text that cannot hold what they find; each
     format they know still reaches them."""
-    from santa_method.state.redact import _could_hold_plugin_secret
+    from santa_method.core.redact import _could_hold_plugin_secret
 
     line = f"value {secret} here"
     assert _could_hold_plugin_secret(line, line.lower())
@@ -376,7 +376,7 @@ def test_plain_verdict_text_does_not_load_detect_secrets() -> None:
 
     probe = (
         "import sys\n"
-        "from santa_method.state.redact import redact_text\n"
+        "from santa_method.core.redact import redact_text\n"
         "redact_text('valid review, verdict PASS\\n  warning: quotes were not checked')\n"
         "print('detect_secrets' in sys.modules)\n"
     )
@@ -457,7 +457,7 @@ def test_a_url_encoded_key_is_judged_decoded() -> None:
 def test_one_case_keys_are_not_taken_for_names() -> None:
     """Capitals and digits, or small letters and digits, are no CamelCase:
     such keys are judged by their entropy, as before names were kept."""
-    from santa_method.state.redact import _is_name
+    from santa_method.core.redact import _is_name
 
     rng = random.Random(13)
     for alphabet in (

@@ -6,7 +6,7 @@ batch workers) and partial damage. Every writer takes an exclusive `flock`
 on the file and emits the whole line with one `os.write` on an `O_APPEND`
 descriptor, so lines never interleave and none is lost; readers take a
 shared lock, and a damaged line is reported and skipped, never fatal.
-Strings are redacted (`state.redact`) before they reach the disk; the
+Strings are redacted (`core.redact`) before they reach the disk; the
 structural fields in `STRUCTURAL_FIELDS` are written verbatim so ids and
 hashes stay joinable. A merged issue's `key` embeds its quote case-folded,
 where a detector may no longer recognise a secret; so when redaction changed
@@ -58,8 +58,8 @@ from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.core.files import check_file, path_kind
+from santa_method.core.redact import redact
 from santa_method.state import fastjson
-from santa_method.state.redact import redact
 
 EVENTS = frozenset(
     {"run", "review", "gate", "fix", "ship", "escalate", "escape", "waive", "generate"}

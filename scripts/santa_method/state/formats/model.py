@@ -27,11 +27,11 @@ from santa_method.core.errors import InputError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import Place, changed_paths, places_of
 from santa_method.core.merge import issue_key
+from santa_method.core.redact import redact, redact_text
 from santa_method.core.types import Criterion, Issue
 from santa_method.state import batches, store
 from santa_method.state import report as run_report
 from santa_method.state.model.run import RunState
-from santa_method.state.redact import redact, redact_text
 from santa_method.state.rounds import describe
 from santa_method.state.target import target_name
 
