@@ -5,10 +5,11 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from santa_method.core.redact import Finding, find_secrets, redact, redact_text
@@ -443,3 +444,91 @@ def test_vowelless_words_alone_do_not_make_a_name() -> None:
     ]
     assert missed == []
 
+
+# --- a URL's userinfo (issue 29, item 5) ------------------------------------------
+
+URL_PASSWORD = "Qw7!H6qEzVFSU7"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            f"postgres://admin:{URL_PASSWORD}@db.internal:5432/app",
+            "postgres://[REDACTED:Basic Auth Credentials]@db.internal:5432/app",
+        ),
+        (
+            f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db.internal:5432/app",
+            "DATABASE_URL=postgres://[REDACTED:Basic Auth Credentials]@db.internal:5432/app",
+        ),
+        (
+            "redis://:p@ss#w/rd:x!$1@cache.internal:6379/0",
+            "redis://[REDACTED:Basic Auth Credentials]@cache.internal:6379/0",
+        ),
+        (
+            'url: "amqp://guest:h@ck/er#1@mq.internal" (line 4)',
+            'url: "amqp://[REDACTED:Basic Auth Credentials]@mq.internal" (line 4)',
+        ),
+        (
+            "see (https://deploy:S3cr3t$Pa55@git.example.com/org/repo.git).",
+            "see (https://[REDACTED:Basic Auth Credentials]@git.example.com/org/repo.git).",
+        ),
+        (
+            "ftp://ann@example.com:pw!1@files.example.com/in",
+            "ftp://[REDACTED:Basic Auth Credentials]@files.example.com/in",
+        ),
+        (
+            "proxy https://x.example/?next=http://u:p!@inner.example/a done",
+            "proxy https://x.example/?next=http://[REDACTED:Basic Auth Credentials]@inner.example/a"
+            " done",
+        ),
+    ],
+)
+def test_a_urls_password_goes_whatever_its_characters(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "write to ann@example.com",
+        "ssh in as user@host",
+        "git@github.com:org/repo",
+        "clone https://user@host/repo or ssh://git@github.com:22/org/repo.git",
+        "https://medium.com/@ann/post-about-it",
+        "https://en.wikipedia.org/wiki/User:Ann@Home",
+        "https://example.com:8443/path?q=1#top",
+        "http://localhost:5173/@vite/client",
+        "mailto:ann@example.com",
+        "the ratio 3:1 @ 20 C",
+    ],
+)
+def test_addresses_and_urls_without_a_password_are_kept(text: str) -> None:
+    assert redact_text(text) == text
+
+
+_NO_SPACE = st.characters(blacklist_categories=("Cs",)).filter(lambda c: not c.isspace())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scheme=st.from_regex(r"[a-z][a-z0-9+.\-]{0,9}", fullmatch=True),
+    user=st.from_regex(r"[A-Za-z0-9._~\-]{0,12}", fullmatch=True),
+    password=st.text(_NO_SPACE, min_size=1, max_size=40),
+    host=st.sampled_from(["db.internal", "db.internal:5432", "10.0.0.7", "[::1]:8080", "h"]),
+    path=st.sampled_from(["", "/", "/app", "/org/repo.git?x=1#y"]),
+    before=st.sampled_from(["", "DATABASE_URL=", 'url = "', "see (", "`", "x "]),
+    after=st.sampled_from(["", '"', ")", "`", ".", " and more", "\nnext line"]),
+)
+def test_property_a_urls_userinfo_is_always_inside_a_redaction(
+    scheme: str, user: str, password: str, host: str, path: str, before: str, after: str
+) -> None:
+    """`scheme://user:pass@host` loses its userinfo whatever the password's
+    characters (`@`, `#`, `/`, `:`, `!`, `$`, quotes, any script), except one
+    that is only a port and a `/`, which reads as `host:port/@path`."""
+    assume(not re.fullmatch(r"[0-9]{1,5}/", password))
+    text = f"{before}{scheme}://{user}:{password}@{host}{path}{after}"
+    start = len(before) + len(scheme) + 3
+    end = start + len(user) + 1 + len(password)
+    assert any(f.start <= start and end <= f.end for f in find_secrets(text)), text
+    assert f":{password}@" not in redact_text(text)

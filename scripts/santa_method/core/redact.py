@@ -7,7 +7,9 @@ is run line by line, and every value it finds becomes `[REDACTED:<type>]`,
 e.g. `[REDACTED:AWS Access Key]`. A few precise patterns it lacks are added
 (`EXTRA_PATTERNS` below: Anthropic, OpenAI and Hugging Face keys, `Bearer`
 tokens, fine-grained GitHub tokens, Google API keys, and whole PEM private-key blocks, whose body
-lines no per-line detector sees).
+lines no per-line detector sees), and the userinfo of a URL with a password
+(`_url_credentials`), which detect-secrets' pattern misses when the password
+holds `!`, `$`, `#`, `@` or another of the characters a URL reserves.
 
 Deliberate departures from `detect-secrets`' own scan:
 
@@ -129,6 +131,10 @@ _BARE = _lazy(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+
 _ONE_ALPHABET = _lazy(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
 #: What cannot be inside a URL as santa judges one (see `_in_url`).
 _URL_START = _lazy(r"[\s\"'`,;<>()\[\]{}|\\^]")
+#: Where a URL ends, and what a URL's user name cannot hold (see `_url_credentials`).
+_URL_END = _lazy(r"\s")
+_NOT_A_USER = _lazy(r"[/?#\"'`<>\[\]{}|\\^]")
+_PORT_THEN_PATH = _lazy(r"[0-9]{1,5}/")
 #: A URL path's segments, judged one by one.
 _SEGMENT = _lazy(r"[A-Za-z0-9+_\-]{32,}")
 #: A token spelt with %XX escapes (a URL-encoded key), judged decoded.
@@ -223,6 +229,7 @@ def find_secrets(text: str) -> list[Finding]:
     found: list[Finding] = [Finding(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
     found += [Finding(*span, "High Entropy Token") for span in _bare_tokens(text)]
     found += [Finding(*span, "High Entropy Token") for span in _percent_tokens(text)]
+    found += [Finding(*span, "Basic Auth Credentials") for span in _url_credentials(text)]
     offset = 0
     for line in text.splitlines(keepends=True):
         for start, end, kind in _scan_line(line):
@@ -250,6 +257,35 @@ def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
                     yield m.start() + run.start(), m.start() + run.end()
         elif _is_random(token):
             yield m.span()
+
+
+def _url_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """The userinfo of every URL that has a password (`scheme://user:pass@host`),
+    whatever the password's characters: it may hold `@`, `:`, `/`, `#`, `!`
+    or `$`, so no URL grammar finds where it ends. A URL ends at whitespace;
+    its userinfo at the last `@` in it, and holds a password when a `:`
+    precedes that `@` and the user before the `:` holds none of `/ ? #`
+    (those end a host, so the `:` and `@` are a path's), nor is the password
+    a port and a `/` alone (`http://localhost:5173/@vite/client`). A user
+    without a password (`https://user@host`) and an address without a scheme
+    (`ann@example.com`, `git@github.com:org/repo`) are no credential."""
+    at = text.find("://")
+    stop = last = -1
+    while at >= 0:
+        start = at + 3
+        if start > stop:  # the first URL of this run of non-space characters
+            end = _URL_END.search(text, start)
+            stop = end.start() if end else len(text)
+            last = text.rfind("@", start, stop)
+        colon = text.find(":", start, last) if last > start else -1
+        if (
+            colon >= 0
+            and colon + 1 < last
+            and not _NOT_A_USER.search(text, start, colon)
+            and not _PORT_THEN_PATH.fullmatch(text, colon + 1, last)
+        ):
+            yield start, last
+        at = text.find("://", start)
 
 
 def _in_url(text: str, start: int) -> bool:
