@@ -52,7 +52,7 @@ def number_arg(allowed: Range) -> Callable[[str], Any]:
 
 def print_json(data: Any) -> None:
     """Every `--json` answer, redacted (CI logs keep what is printed)."""
-    from santa_method.state.redact import redact_json
+    from santa_method.core.redact import redact_json
 
     sys.stdout.write(json.dumps(redact_json(data), indent=2, ensure_ascii=False) + "\n")
 
@@ -60,7 +60,7 @@ def print_json(data: Any) -> None:
 def say(text: str, stream: Any = None) -> None:
     """Every readable answer, redacted: what santa prints is shown to people
     (and kept by CI), so a quoted secret must not reach it."""
-    from santa_method.state.redact import redact_text
+    from santa_method.core.redact import redact_text
 
     (stream or sys.stdout).write(redact_text(text))
 

@@ -34,10 +34,10 @@ from santa_method.core.errors import InputError as SantaInputError
 from santa_method.core.errors import SantaError
 from santa_method.core.files import read_text
 from santa_method.core.numbers import Range
+from santa_method.core.redact import redact_text
 from santa_method.github.comments import Client, GitHubError
 from santa_method.headless.change import Change
 from santa_method.state.atomic import replace_text
-from santa_method.state.redact import redact_text
 
 VERDICTS = ("NICE", "NAUGHTY", "ESCALATED", "ACCEPTED", "SKIPPED", "ERROR")
 # Worst first: the job's verdict is the worst of its runs'.
