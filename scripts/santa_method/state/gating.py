@@ -15,7 +15,6 @@ round whose gate a late FAIL overturned is gated again (`state/late.py`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,11 +32,10 @@ from santa_method.state.rounds import assignment_intact
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
     check_log_path,
-    checked_file,
+    judged_files,
     locked_state,
     log_record,
     now,
-    run_dir,
     save_state,
 )
 from santa_method.state.unreviewed import put_back
@@ -133,7 +131,6 @@ def gate_run(
     log_path: str | None = None,
 ) -> GateResult:
     """Gate the current round of a run and decide what comes next."""
-    from santa_method.core.rubric import rubric_from_json, rubric_hash
 
     with locked_state(run_id) as state:
         check_log_path(state, log_path)
@@ -154,17 +151,7 @@ def gate_run(
             _fill_from_files(state, review_files, labels)
         elif labels is not None:
             raise InputError("--labels goes with review files")
-        folder = run_dir(run_id)
-        rubric = rubric_from_json(json.loads(checked_file(folder / "rubric.json", None, "rubric")))
-        if rubric_hash(rubric) != state.rubric_hash:
-            raise RefusedError(
-                "the run's rubric (rubric.json) was changed after the run opened; start a new run"
-            )
-        output = checked_file(
-            folder / f"round-{current.round}" / "output.txt",
-            current.output_sha256,
-            "reviewed output",
-        )
+        rubric, output = judged_files(state, current)
         slot_labels = list(current.slots)
         standing = {label for label in slot_labels if slot_stands(current.slots[label])}
         unseen = late.unseen(state)

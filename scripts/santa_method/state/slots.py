@@ -24,7 +24,14 @@ from santa_method.state import late, waiting
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.log import parse_ts
 from santa_method.state.model.run import Round, RunState, Slot
-from santa_method.state.store import RUN_ID, load_state, locked_state, now, run_dir
+from santa_method.state.store import (
+    RUN_ID,
+    agent_file_name,
+    load_state,
+    locked_state,
+    now,
+    run_dir,
+)
 
 REVIEW_MARKER = "santa-method review, run "
 
@@ -130,8 +137,8 @@ def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str)
     original cannot change what was judged."""
     if not source:
         return None
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
-    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{safe}.jsonl"
+    name = agent_file_name(agent_id)
+    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{name}.jsonl"
     try:
         data = Path(source).read_bytes()
     except OSError:
