@@ -38,6 +38,8 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from santa_method.core.yaml_safe import safe_load
+
 # Characters that render as nothing (format characters, variation selectors,
 # fillers): a key or a value split by one still reads as the word.
 _INVISIBLE = re.compile(
@@ -401,11 +403,10 @@ def _yaml_regions(text: str) -> list[Any]:
         return []
     import yaml  # only here: most replies hold nothing to look at, and yaml is slow to import
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     found: list[Any] = []
     for region in wanted[:_MAX_REGIONS]:
         try:
-            value = yaml.load(region, Loader=loader)  # a safe loader, C where available
+            value = safe_load(region)  # an alias bomb is a ValueError: the text search covers it
         except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError):
             continue
         if isinstance(value, dict | list):
