@@ -12,7 +12,8 @@ for in two ways, both fail-closed:
   blocks and paragraphs), and everything nested inside the final review (a
   `draft` beside a check, a review held as JSON in a `detail`), is walked
   for verdict and result keys.
-- Text. Outside the final review the text is searched for a verdict, a
+- Text. Outside the final review, and in the reviewer's own words inside it
+  (details, issues, suggestions), the text is searched for a verdict, a
   result, or a criterion of the final review given a result, written in any
   notation a reviewer drafts in (JSON, a Python or Ruby dict, YAML with
   tags, anchors or block scalars, TOML, Markdown keys, tables and headings,
@@ -25,7 +26,8 @@ Words that mean PASS or FAIL ("approved", "rejected", a check mark) count as
 them, so prose that agrees with the final review stays valid. Evidence
 inside the final review (its quotes, what is missing) is never searched: it
 may quote an output that itself says `verdict: FAIL`, and that quote is
-evidence, not a second review.
+evidence, not a second review. A key beside the verdict or a check's result
+that reads as one (`"Verdict"`, `"verdict "`, `"final_verdict"`) is another.
 """
 
 from __future__ import annotations
