@@ -511,7 +511,7 @@ def test_gate_of_a_run_keeps_its_log(home: Path) -> None:
 
 def test_an_empty_target_or_a_bad_run_id_opens_nothing(home: Path) -> None:
     (home / "out.md").write_text("  \n", encoding="utf-8")
-    with pytest.raises(RefusedError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         open_run(home)
     assert not (home / ".santa" / "runs").exists()
     with pytest.raises(InputError):

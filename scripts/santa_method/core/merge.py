@@ -32,6 +32,7 @@ under that criterion, one whose quote checked out if there is one.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections import Counter
@@ -201,9 +202,6 @@ def _quotes_overlap(a: str, b: str, spans_a: tuple[Span, ...], spans_b: tuple[Sp
     return _contains(a, b)
 
 
-def _claims_of(spans: tuple[Span, ...], claims: tuple[Span, ...]) -> set[int]:
-    return {i for i, c in enumerate(claims) for s in spans if s.overlaps(c)}
-
 
 def _focus(issue: Issue, other: Issue) -> frozenset[str]:
     """What a quoted flag points at: the figures and identifiers of the
@@ -232,7 +230,9 @@ class _Place:
     def __init__(self, output: str | None) -> None:
         self.output = output
         self.claims = claim_spans(output) if output is not None else ()
+        self._starts = [c.start for c in self.claims]
         self._spans: dict[str, tuple[Span, ...]] = {}
+        self._claims: dict[str, frozenset[int]] = {}
 
     def spans(self, quote: str) -> tuple[Span, ...]:
         if self.output is None:
@@ -240,6 +240,21 @@ class _Place:
         if quote not in self._spans:
             self._spans[quote] = find_spans(quote, self.output)
         return self._spans[quote]
+
+    def claims_of(self, quote: str) -> frozenset[int]:
+        """The claims `quote`'s places overlap. Claims are consecutive, so
+        each place's first claim is found by bisection, not by a scan of
+        every claim of the output (per pair of flags)."""
+        if quote not in self._claims:
+            found: set[int] = set()
+            for span in self.spans(quote):
+                i = max(bisect.bisect_right(self._starts, span.start) - 1, 0)
+                while i < len(self.claims) and self.claims[i].start < span.end:
+                    if span.overlaps(self.claims[i]):
+                        found.add(i)
+                    i += 1
+            self._claims[quote] = frozenset(found)
+        return self._claims[quote]
 
 
 def _same_quoted(a: Issue, b: Issue, place: _Place) -> bool:
@@ -249,7 +264,7 @@ def _same_quoted(a: Issue, b: Issue, place: _Place) -> bool:
         return True
     if not (spans_a and spans_b and place.claims):
         return False
-    if not _claims_of(spans_a, place.claims) & _claims_of(spans_b, place.claims):
+    if not place.claims_of(a.quote) & place.claims_of(b.quote):
         return False
     # Two parts of one claim: one problem only if they say so.
     return a.criterion == b.criterion or bool(_focus(a, b) & _focus(b, a))
