@@ -38,8 +38,6 @@ from santa_method.claude_code.protocol import (
     plugin_agent,
     vendored_agent,
 )
-
-# Also registers the gate's checks of hook-stored replies (state/sources.py).
 from santa_method.claude_code.provenance import reading_problem
 
 __all__ = ["pretooluse_agent", "pretooluse_guard", "run_hook", "shell_problem", "subagent_stop"]

@@ -63,7 +63,9 @@ def _fill_from_files(state: RunState, files: Sequence[str], labels: Sequence[str
         )
 
 
-def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> str | None:
+def _provenance_problem(
+    state: RunState, slot: Slot, seen: dict[str, str], checks: sources.Checks
+) -> str | None:
     """Why a slot's reply cannot count as its own reviewer's, or None.
 
     In every source one agent, or one transcript, fills one slot at most;
@@ -72,7 +74,7 @@ def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> st
     for key in _reviewer_keys(slot):
         if key in seen:
             return f"the same reviewer already fills slot {seen[key]}"
-    return sources.provenance_problem(state, slot)
+    return sources.provenance_problem(state, slot, checks)
 
 
 def _reviewer_keys(slot: Slot) -> list[str]:
@@ -81,7 +83,11 @@ def _reviewer_keys(slot: Slot) -> list[str]:
 
 
 def _validate_slots(
-    state: RunState, rubric: Rubric, output: str, extras: Sequence[tuple[str, Slot]] = ()
+    state: RunState,
+    rubric: Rubric,
+    output: str,
+    checks: sources.Checks,
+    extras: Sequence[tuple[str, Slot]] = (),
 ) -> list[ValidationResult | None]:
     """Each slot's validation, then each extra reply's; anything that makes a
     reply untrustworthy makes it invalid."""
@@ -94,7 +100,7 @@ def _validate_slots(
         if slot is None:
             results.append(ValidationResult(False, (overdue[label],)) if label in overdue else None)
             continue
-        problem = _provenance_problem(state, slot, seen_agents)
+        problem = _provenance_problem(state, slot, seen_agents, checks)
         for key in _reviewer_keys(slot):
             seen_agents.setdefault(key, label)
         if slot.failed:
@@ -125,12 +131,14 @@ def _validate_slots(
 def gate_run(
     run_id: str,
     *,
+    checks: sources.Checks,
     iteration: int | None = None,
     review_files: Sequence[str] = (),
     labels: Sequence[str] | None = None,
     log_path: str | None = None,
 ) -> GateResult:
-    """Gate the current round of a run and decide what comes next."""
+    """Gate the current round of a run and decide what comes next; `checks`
+    are the gating face's provenance checks (state/sources.py)."""
 
     with locked_state(run_id) as state:
         check_log_path(state, log_path)
@@ -157,7 +165,7 @@ def gate_run(
         unseen = late.unseen(state)
         extras = [(label, extra) for r, label, extra in unseen if r is current]
 
-        checked = _validate_slots(state, rubric, output, extras)
+        checked = _validate_slots(state, rubric, output, checks, extras)
         if not assignment_intact(current):
             # What the reviewers read is not what the helper wrote: no reply
             # of this round can count, standing ones included.

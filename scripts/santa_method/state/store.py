@@ -195,9 +195,12 @@ def judged_files(state: RunState, r: Round) -> tuple[Rubric, str]:
         raise RefusedError(
             "the run's rubric (rubric.json) was changed after the run opened; start a new run"
         )
-    output = checked_file(
-        folder / f"round-{r.round}" / "output.txt", r.output_sha256, "reviewed output"
-    )
+    output = checked_file(folder / f"round-{r.round}" / "output.txt", None, "reviewed output")
+    if sha256(output) != r.output_sha256:
+        raise RefusedError(
+            f"the run's reviewed output (output.txt) was changed after round {r.round} "
+            "opened; start a new run"
+        )
     return rubric, output
 
 
