@@ -566,7 +566,7 @@ def test_edited_run_files_stop_the_gate(home: Path, name: str) -> None:
         path.write_text(json.dumps(rubric))
     else:
         path.write_text(path.read_text() + "\nextra\n")
-    with pytest.raises(RefusedError, match="was changed after (the run|round 1) opened"):
+    with pytest.raises(RefusedError, match=r"was changed after (the run|round 1) opened"):
         runs.gate_run(checks=EVERY_FACE, run_id=opened.run_id)
     assert runs.load_state(opened.run_id).rounds[0].open is True
 
