@@ -245,6 +245,9 @@ def gate_run(
             result_extra["next_step"] = f"santa round start --run {run_id}"
         elif decision.next == "ship":
             result_extra["next_step"] = f"santa log ship --run {run_id}"
+        elif decision.next == "report":
+            # A check that found problems: done, and nothing for a person to rescue.
+            state.status = "reported"
         elif decision.next == "escalate":
             state.status = "escalated"
             state.escalation = Escalation(current.round, list(decision.reasons))
@@ -305,7 +308,7 @@ def gate_run(
         if decision.next == "escalate":
             log_record(state, "escalate", current.round, reason="; ".join(decision.reasons))
 
-    if decision.next == "escalate":
+    if decision.next in ("escalate", "report"):
         from santa_method.state.report import write_report
 
         result_extra["report"] = str(write_report(run_id))

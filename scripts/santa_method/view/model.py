@@ -34,7 +34,7 @@ from santa_method.view.sources import LINE_BUDGET, TEXT_BUDGET, BatchFiles, RunF
 #: Bytes of data embedded in one page: every run's row, then the rounds of the
 #: newest runs while they fit (the rest of the page is under 100 KB).
 PAGE_BUDGET = 9_600_000
-VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "open": "open"}
+VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "reported": "NAUGHTY", "open": "open"}
 _CHECK_CODE = {"PASS": "P", "FAIL": "F"}
 _NEEDS_INPUT = re.compile(r"^\s*\d+\s*[.)]\s*needs input\s*:\s*(.+?)\s*$", re.I | re.M)
 
