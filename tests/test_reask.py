@@ -58,7 +58,7 @@ def test_an_invalid_reply_is_asked_again_twice_then_stands() -> None:
     bad = validate_reply(NOT_JSON)
     first = reask.next_ask(bad, reask.Asks())
     assert first is not None and first.asks == reask.Asks(invalid=1)
-    assert "not a valid review" in first.feedback and first.reasons == bad.errors
+    assert "not valid and was not counted" in first.feedback and first.reasons == bad.errors
     second = reask.next_ask(bad, first.asks)
     assert second is not None and second.asks == reask.Asks(invalid=2)
     assert reask.next_ask(bad, second.asks) is None

@@ -50,7 +50,7 @@ class Ask:
 def invalid_feedback(errors: tuple[str, ...]) -> str:
     listed = "\n".join(f"- {e}" for e in errors)
     return (
-        "Your reply is not a valid review and was not counted. Fix exactly these problems and "
+        "Your review is not valid and was not counted. Fix exactly these problems and "
         f"reply again with the review JSON only:\n{listed}"
     )
 
