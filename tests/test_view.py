@@ -523,3 +523,14 @@ def test_needs_input_questions_come_from_the_notes_or_the_record():
     assert fix_report({"notes": notes})["questions"] == ["what is the price?", "who owns it?"]
     asked = fix_report({"notes": "", "questions": ["the SKU?", {"question": "the date?"}]})
     assert asked["questions"] == ["the SKU?", "the date?"]
+
+
+def test_one_run_and_one_batch_are_counted_in_the_singular(tmp_path, monkeypatch, capsys):
+    isolate(monkeypatch, tmp_path)
+    runlog.append(
+        tmp_path / ".santa" / "log.jsonl",
+        {"run_id": "R1", "event": "run", "iteration": 0, "target": "a.md", "reviewers": 2},
+    )
+    assert main(["view"]) == 0
+    out = capsys.readouterr().out
+    assert ": 1 run, 0 batches" in out and "1 runs" not in out

@@ -22,11 +22,10 @@ DESCRIPTION = """\
 Verify FILE (--against), or the working tree's change against a git
 revision (--against-diff REV), against a spec without Claude Code in the
 loop: independent reviewers (concurrent, each a fresh session) review it
-against the rubric,
-the gate decides by code, a fixer changes only what was flagged in a
-working copy, and fresh reviewers review again, up to --max-fixes; then the
-run ships (NICE) or is escalated with a report. Same run state, log and
-reports as inside Claude Code.
+against the rubric, the gate decides by code, a fixer changes only what was
+flagged in a working copy, and fresh reviewers review again, up to
+--max-fixes; then the run ships (NICE) or is escalated with a report. Same
+run state, log and reports as inside Claude Code.
 
 Backends and credentials:
   --backend anthropic  the Messages API; needs ANTHROPIC_API_KEY

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from santa_method.cli._io import echo
+from santa_method.cli._io import count, echo
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot write the page: {exc.strerror or exc}") from None
     echo(
-        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): {written.runs} runs, "
-        f"{written.batches} batches"
+        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): "
+        f"{count(written.runs, 'run')}, {count(written.batches, 'batch')}"
     )
     echo(f"open {written.path.resolve().as_uri()}")
     if args.open:
