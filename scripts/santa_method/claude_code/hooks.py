@@ -204,7 +204,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     from santa_method.core.review import unverified_quote_messages, validate_reply
     from santa_method.core.rubric import rubric_from_json, rubric_hash
     from santa_method.core.types import replace
-    from santa_method.state import runs
+    from santa_method.state import runs, transcripts
     from santa_method.state.atomic import replace_text
 
     run_id, round_number = found
@@ -245,6 +245,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
                 "Your review is not valid and was not counted. Fix exactly these problems and "
                 f"reply again with the review JSON only:\n{errors}"
             )
+        model, seconds = transcripts.reply_facts(_records(transcript))
         runs.store_reply(
             run_id,
             round_number,
@@ -253,6 +254,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             transcript_path=transcript,
             failed=True,
             errors=list(result.errors),
+            model=model,
+            duration_s=seconds,
         )
         return None
     review = result.review
@@ -266,8 +269,15 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             "Some quotes do not occur in the output under review. For each, copy the exact text "
             f"from the output, or withdraw the issue; then reply with the whole review JSON again:\n{items}"
         )
+    model, seconds = transcripts.reply_facts(_records(transcript))
     runs.store_reply(
-        run_id, round_number, reply=reply, agent_id=agent_id, transcript_path=transcript
+        run_id,
+        round_number,
+        reply=reply,
+        agent_id=agent_id,
+        transcript_path=transcript,
+        model=model,
+        duration_s=seconds,
     )
     return None
 

@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
@@ -366,6 +367,8 @@ async def _drive(
                 tokens=record.tokens.total,
                 cost_usd=record.cost_usd,
                 token_detail=record.tokens.to_json(),
+                model=record.model,
+                duration_s=record.duration_s,
             )
             run.spend(record.tokens, record.cost_usd, logged=True)
             records.append(record)
@@ -430,6 +433,7 @@ async def _fix(
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = read_exact(fixer_path)
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
+    began = time.monotonic()
     try:
         if isinstance(working, Change):
             # One fixer call per changed file, each file replaced atomically.
@@ -453,7 +457,12 @@ async def _fix(
         runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
         return spent, {"reason": reason}
     run.spend(fix.tokens, fix.cost_usd, logged=False)
-    data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
+    data = {
+        "backend": run.backend.name,
+        "model": fix.model or run.fixer_model,
+        "notes": fix.notes[:4000],
+        "duration_s": round(time.monotonic() - began, 3),
+    }
     data.update(run.take_unlogged())
     run.emit("fix_done", round=round_number, notes=fix.notes)
     try:

@@ -25,6 +25,8 @@ class ReviewerRecord:
     errors: tuple[str, ...]
     tokens: Tokens
     cost_usd: float | None
+    duration_s: float | None = None
+    """Seconds the backend took to answer, over every ask."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,7 @@ class ReviewerRecord:
             "errors": list(self.errors),
             "tokens": self.tokens.to_json(),
             "cost_usd": self.cost_usd,
+            "duration_s": self.duration_s,
         }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,7 @@ class LoopRun:
         session: str | None = None
         tokens, cost = Tokens(), 0.0
         cost_known = True
+        waited = 0.0
         invalid_asks = quote_asks = 0
         self.emit("reviewer_start", label=label, model=model)
         while True:
@@ -183,11 +185,13 @@ class LoopRun:
                 session=session,
                 on_started=on_started if not followups else None,
             )
+            began = time.monotonic()
             reply = await self.call(
                 f"reviewer {label}",
                 ask_review(self.backend, request),
                 queued=bool(getattr(self.backend, "queued", False)),
             )
+            waited += time.monotonic() - began
             on_started = None
             tokens = tokens + reply.tokens
             if reply.cost_usd is None:
@@ -234,6 +238,7 @@ class LoopRun:
             errors=result.errors,
             tokens=tokens,
             cost_usd=cost if cost_known else None,
+            duration_s=round(waited, 3),
         )
         self.emit("reviewer_done", **record.to_json())
         return text, result, record

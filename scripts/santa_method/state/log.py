@@ -25,14 +25,16 @@ to a round), then the event's own fields, flat:
 - `review`: `label`, `valid`, `verdict` (`PASS` | `FAIL` | null), `errors`
   (list of str), `checks` (`[{criterion, result}]`), `issues` (the review's
   critical issues as `Issue.to_json()`), optional `agent_id`, `tokens`,
-  `cost_usd`. One record per reviewer slot per gate.
+  `cost_usd`, `model` (what wrote the reply) and `duration_s` (how long the
+  reviewer took). One record per reviewer slot per gate.
 - `gate`: `verdict` (`NICE` | `NAUGHTY`), `next` (`ship` | `rereview` |
   `fix` | `escalate`), `issues` (merged, each with at least `criterion`,
   `key`, `flagged_by`, `evidence`), `agreement` (float or null), `reviewers`
   (labels of the round's slots), `valid_reviewers` (labels of the slots
   whose reply was valid). A re-review gates the same iteration again; the
   round's verdict is its last gate.
-- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`.
+- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`, `model`,
+  `duration_s`.
 - `generate`: `tokens`, `cost_usd` (what generating the output cost).
 - `escape`: `description` (a defect found after shipping).
 - `waive`: `key` or `issue` (the flag a person overrides), `reason`.

@@ -125,6 +125,8 @@ def store_reply(
     tokens: int | None = None,
     cost_usd: float | None = None,
     token_detail: dict[str, int] | None = None,
+    model: str | None = None,
+    duration_s: float | None = None,
 ) -> str:
     """Put a reviewer's reply into the round's first open slot; returns its label.
 
@@ -132,7 +134,8 @@ def store_reply(
     replaces its own reply (a hook that runs twice), never takes a second.
     `token_detail` (input, output, cache_read, cache_write, total), when the
     caller knows it, goes into the review record beside `tokens`, so the log
-    shows what prompt caching saved.
+    shows what prompt caching saved; `model` and `duration_s` (what wrote
+    the reply and how long it took) go there too when known.
     """
     with locked_state(run_id) as state:
         why = _accepting(state, round_number)
@@ -151,6 +154,8 @@ def store_reply(
             cost_usd=cost_usd,
             token_detail=dict(token_detail) if token_detail else None,
             stored=now(),
+            model=model if isinstance(model, str) and model else None,
+            duration_s=duration_s,
         )
         for label, held in current.slots.items():
             if held is not None and held.agent_id == slot.agent_id:

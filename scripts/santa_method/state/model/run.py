@@ -10,6 +10,7 @@ saved again is the same file, byte for byte.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,10 @@ class Slot:
     file: str | None = None
     gated_valid: bool | None = None
     gated_verdict: str | None = None
+    model: str | None = None
+    """The model that wrote the reply, as its backend or transcript says."""
+    duration_s: float | None = None
+    """How long the reviewer took (every ask of it), when known."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"reply": self.reply}
@@ -101,6 +106,12 @@ class Slot:
                 cost_usd=self.cost_usd,
                 token_detail=None if self.token_detail is None else dict(self.token_detail),
             )
+        # Written only when known, so a state from before these keys loads
+        # and saves again byte for byte.
+        if self.model is not None:
+            data["model"] = self.model
+        if self.duration_s is not None:
+            data["duration_s"] = self.duration_s
         if self.file is not None:
             data["file"] = self.file
         data["stored"] = self.stored
@@ -127,7 +138,16 @@ class Slot:
             file=opt_str(d, "file", w),
             gated_valid=None if d.get("gated_valid") is None else bool_(d, "gated_valid", w),
             gated_verdict=opt_str(d, "gated_verdict", w),
+            model=opt_str(d, "model", w),
+            duration_s=_duration(d, w),
         )
+
+
+def _duration(d: Mapping[str, Any], w: str) -> float | None:
+    found = opt_num(d, "duration_s", w)
+    if found is not None and not (math.isfinite(found) and found >= 0):
+        raise StateError(f"{w}.duration_s is not a finite number of seconds of at least 0")
+    return found
 
 
 def _issue(d: Mapping[str, Any], w: str) -> MergedIssue:
