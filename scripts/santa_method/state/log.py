@@ -104,6 +104,8 @@ class LogRead:
     path: Path
     records: tuple[dict[str, Any], ...] = ()
     damaged: tuple[DamagedLine, ...] = ()
+    duplicates: int = 0
+    """Lines dropped as exact copies of an earlier line (see `read`)."""
 
     def warnings(self) -> list[str]:
         """One sentence per damaged line, for stderr."""
@@ -227,6 +229,13 @@ def _write_all(fd: int, data: bytes) -> None:
 def read(path: str | os.PathLike[str]) -> LogRead:
     """Every readable record in file order; a missing log is an empty log.
 
+    A line that is an exact copy of an earlier one is read once. A log
+    committed by a team is merged with git's `union` driver (`santa init`
+    sets it in `.gitattributes`), which keeps both sides' lines and so
+    doubles a record both branches hold (one cherry-picked, then merged).
+    No writer makes such a copy: every record carries its time to the
+    microsecond.
+
     Raises InputError only when the file exists but cannot be read at all
     (a directory, no permission).
     """
@@ -251,12 +260,19 @@ def read(path: str | os.PathLike[str]) -> LogRead:
         raise InputError(f"cannot read the log '{target}': {exc.strerror or exc}") from None
     records: list[dict[str, Any]] = []
     damaged: list[DamagedLine] = []
+    seen: set[bytes] = set()
+    duplicates = 0
     fast = fastjson.fast_loads()
     check_each = fast is not None and _has_long_number(raw)
     with gc_paused():
         for number, chunk in enumerate(raw.split(b"\n"), start=1):
-            if not chunk.strip():
+            line = chunk.strip()
+            if not line:
                 continue
+            if line in seen:
+                duplicates += 1
+                continue
+            seen.add(line)
             record, reason = _parse_line(
                 chunk, None if check_each and _has_long_number(chunk) else fast
             )
@@ -264,7 +280,7 @@ def read(path: str | os.PathLike[str]) -> LogRead:
                 damaged.append(DamagedLine(number, reason))
             else:
                 records.append(record)
-    return LogRead(target, tuple(records), tuple(damaged))
+    return LogRead(target, tuple(records), tuple(damaged), duplicates)
 
 
 @contextlib.contextmanager
