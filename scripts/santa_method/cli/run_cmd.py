@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import sys
 from typing import Any
 
 from santa_method.cli._io import (
@@ -33,6 +34,11 @@ Backends and credentials:
   --backend claude     Claude Code through claude-agent-sdk; uses your
                        Claude Code login (pip install claude-agent-sdk);
                        reviewers may read (never change) the project's files
+  --backend replay:DIR the replies a run recorded with --record DIR, with no
+                       model and no network; a request DIR holds no reply
+                       for is refused (exit 2)
+
+No key yet? 'santa demo' runs the whole loop offline on a bundled example.
 
 One run at a time may fix a file in place: a second --in-place run on the
 same file is refused. A run whose process died is listed by 'santa runs' as
@@ -51,8 +57,17 @@ examples:
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
   santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
+  santa run --against out.md --spec spec.md --record tests/replies    # keep every reply
+  santa run --against out.md --spec spec.md --backend replay:tests/replies   # offline, again
   santa report RUN --format sarif --out santa.sarif
 """
+
+
+def backend_arg(text: str) -> str:
+    """`anthropic`, `claude` or `replay:DIR` (a usage error otherwise)."""
+    if text in ("anthropic", "claude") or (text.startswith("replay:") and len(text) > 7):
+        return text
+    raise argparse.ArgumentTypeError(f"expected anthropic, claude or replay:DIR, got {text!r}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,9 +96,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=("anthropic", "claude"),
+        type=backend_arg,
         default=None,
-        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
+        metavar="{anthropic,claude,replay:DIR}",
+        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND); replay:DIR "
+        "answers from a recording",
+    )
+    p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="keep every backend reply, with a digest of its request, in DIR, for "
+        "--backend replay:DIR (not redacted: keep DIR private)",
     )
     p.add_argument(
         "--reviewers",
@@ -176,6 +199,8 @@ class _LiveView:
             say(
                 f"[bold]run {data['run_id']}[/]: {data['reviewers']} reviewers, backend {data['backend']}"
             )
+            if data.get("replayed"):
+                say(f"  replayed from the recording {data['replayed']}: no model is called")
         elif kind == "round_start":
             what = "re-review of round" if data.get("rereview") else "round"
             say(f"{what} {data['round']}: reviewers {', '.join(data['reviewers'])} ...")
@@ -197,6 +222,10 @@ class _LiveView:
             say(f"  fixer: {data['flags']} flag(s) ...")
         elif kind == "fix_done":
             say("  fixer: done")
+        elif kind == "warning":  # even with --quiet: one line on stderr
+            from santa_method.cli._io import say as say_plain
+
+            say_plain(f"santa: warning: {data['text']}\n", sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -241,6 +270,7 @@ def run(args: argparse.Namespace) -> int:
             in_place=args.in_place,
             log=str(log),
             on_event=view,
+            record=args.record,
         ),
     )
     if args.json:
@@ -255,6 +285,7 @@ def _resume(args: argparse.Namespace) -> int:
 
     given = [name for name in _RUN_SETTINGS if getattr(args, name) is not None]
     given += ["in_place"] if args.in_place else []
+    given += ["record"] if args.record is not None else []
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise InputError(f"--resume continues the run with its own settings; drop {flags}")
@@ -281,6 +312,8 @@ def _print_readable(result: Any) -> None:
         f"{result.verdict}: run {result.run_id}, {result.rounds} round(s), "
         f"{result.tokens.total} tokens, {cost}\n"
     )
+    if result.replayed:
+        out.write(f"replayed from the recording {result.replayed}: no model was called\n")
     for issue in result.issues:
         evidence = issue.get("quote") or issue.get("missing") or ""
         spots = [

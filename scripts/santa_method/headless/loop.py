@@ -167,6 +167,18 @@ async def _verify(
     )
     assert resolved is not None
     impl = resolve_backend(backend)
+    replayed: str | None = getattr(impl, "replayed", None)
+    recorder = None
+    if opts.record is not None:
+        if replayed is not None:
+            raise InputError("a replayed run calls no backend, so it has nothing to record")
+        from santa_method.headless.backends.replay import Recorder
+
+        impl = recorder = Recorder(impl, opts.record)
+    if replayed is not None and resume_run:
+        raise InputError(
+            "a run is replayed from its start, never resumed: replay it again in a new run"
+        )
     # Before any run exists: a setup problem is no verdict, and all of it is named at once.
     await require_prerequisites(impl)
     labels_all = _labels(reviewers)
@@ -185,7 +197,15 @@ async def _verify(
         project_dir=root,
         on_event=on_event,
     )
-    if len(set(per_label.values())) == 1:
+    run.replayed = replayed
+    if recorder is not None:
+
+        def recorded_warning(message: str) -> None:
+            run.warnings.append(message)
+            run.emit("warning", text=message)
+
+        recorder.on_warning = recorded_warning
+    if len(set(per_label.values())) == 1 and replayed is None:
         run.warnings.append(
             "all reviewers use the same model; different models make their errors less correlated"
         )
@@ -273,10 +293,16 @@ async def _verify(
             cwd=root,
             run_id=new_id,
             in_place=in_place,
+            replayed=replayed,
         )
         run_id = opened.run_id
         run.emit(
-            "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original
+            "run_start",
+            run_id=run_id,
+            backend=impl.name,
+            reviewers=reviewers,
+            original=original,
+            replayed=replayed,
         )
         return await _guarded(run, impl, opened, working, budget_usd, close_backend, resumable)
 
@@ -613,6 +639,7 @@ def _result(
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
         target=runs.target_name(runs.load_state(run_id).target),
+        replayed=run.replayed,
     )
 
 

@@ -86,6 +86,8 @@ class VerifyResult:
     """What was verified: the file the caller named, or `diff:REV` for a change."""
     questions: list[dict[str, Any]] = field(default_factory=list)
     """What the fixer asked a person (reason `needs-input`): n, key, criterion, question."""
+    replayed: str | None = None
+    """The recording a replayed run was answered from (no model was called)."""
 
     @property
     def issues(self) -> list[dict[str, Any]]:
@@ -108,6 +110,7 @@ class VerifyResult:
             "reasons": self.reasons,
             "target": self.target,
             "questions": self.questions,
+            "replayed": self.replayed,
         }
 
 

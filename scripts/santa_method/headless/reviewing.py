@@ -37,9 +37,15 @@ MAX_REASKS = 2
 
 
 def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
-    """A backend instance from a name (`anthropic`, `claude`) or the instance itself."""
+    """A backend instance from a name (`anthropic`, `claude`, `replay:DIR`)
+    or the instance itself."""
     if not isinstance(backend, str):
         return backend
+    from santa_method.headless.backends.replay import ReplayBackend, replay_folder
+
+    folder = replay_folder(backend)
+    if folder is not None:
+        return ReplayBackend(folder)
     if backend == "anthropic":
         from santa_method.headless.backends.anthropic import AnthropicBackend
 
@@ -56,7 +62,9 @@ def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
                 "the anthropic-batch backend needs state_path= (where its batches are kept)"
             )
         return AnthropicBatchBackend(**options)
-    raise InputError(f"unknown backend '{backend}'; use 'anthropic', 'claude' or 'anthropic-batch'")
+    raise InputError(
+        f"unknown backend '{backend}'; use 'anthropic', 'claude', 'anthropic-batch' or 'replay:DIR'"
+    )
 
 
 def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
@@ -96,6 +104,8 @@ class LoopRun:
         self.unlogged_tokens = Tokens()
         self.history: list[RoundRecord] = []
         self.warnings: list[str] = []
+        self.replayed: str | None = None
+        """The recording a replayed run is answered from."""
         # Takes a user's file's lock for the rest of the run before a fix writes it.
         self.fix_alone: Callable[[Path], None] = lambda path: None
 

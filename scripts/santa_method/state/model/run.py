@@ -373,6 +373,9 @@ class RunState:
     """Whether the fixes go to the user's file itself; None in runs older
     than the key (a resumed one decides from where its target is), which
     stay without it when saved again."""
+    replayed: str | None = None
+    """The recording a replayed run's replies came from (no model was
+    called); None for a run whose backend answered."""
     version: int = RUN_STATE_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -403,6 +406,8 @@ class RunState:
         }
         if self.in_place is not None:
             data["in_place"] = self.in_place
+        if self.replayed is not None:
+            data["replayed"] = self.replayed
         return data
 
     @classmethod
@@ -465,4 +470,5 @@ class RunState:
                 else list(list_(esc, "questions", f"{w}.escalation", of=dict)),
             ),
             in_place=None if "in_place" not in d else bool_(d, "in_place", w),
+            replayed=opt_str(d, "replayed", w),
         )
