@@ -181,13 +181,18 @@ _RUN_SETTINGS = (
 )
 
 
-class _LiveView:
+class LiveView:
     """Rounds and reviewers as they happen, on stderr (people watch CI logs)."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, *, stderr: bool = True) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False, quiet=quiet)
+        # A line is a line: CI logs and pipes wrap it themselves.
+        self.console = Console(stderr=stderr, highlight=False, quiet=quiet, soft_wrap=True)
+
+    def who(self, data: dict[str, Any]) -> str:
+        """What wrote a reply, as the view names it."""
+        return str(data.get("model") or "default model")
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         from santa_method.state.redact import redact_text
@@ -210,9 +215,7 @@ class _LiveView:
             verdict = data["verdict"] if data["valid"] else "invalid"
             color = {"PASS": "green", "FAIL": "red"}.get(verdict, "yellow")
             cost = f", ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
-            say(
-                f"  reviewer {data['label']} ({data.get('model') or 'default model'}): [{color}]{verdict}[/]{cost}"
-            )
+            say(f"  reviewer {data['label']} ({self.who(data)}): [{color}]{verdict}[/]{cost}")
         elif kind == "gate":
             color = "green" if data["verdict"] == "NICE" else "red"
             say(
@@ -221,7 +224,7 @@ class _LiveView:
         elif kind == "fix_start":
             say(f"  fixer: {data['flags']} flag(s) ...")
         elif kind == "fix_done":
-            say("  fixer: done")
+            say(f"  fixer ({self.who(data)}): done")
         elif kind == "warning":  # even with --quiet: one line on stderr
             from santa_method.cli._io import say as say_plain
 
@@ -252,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(project_root())
     log = resolve_log_path(args.log)  # a log that is not a file: exit 2 before the backend
     models = models_option(args.models, config.models)
-    view = _LiveView(args.quiet)
+    view = LiveView(args.quiet)
     result = verify_sync(
         spec,
         path,
@@ -296,7 +299,7 @@ def _resume(args: argparse.Namespace) -> int:
         backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
         timeout=args.timeout,
         cache_warm=args.cache_warm,
-        on_event=_LiveView(args.quiet),
+        on_event=LiveView(args.quiet),
     )
     if args.json:
         print_json(result.to_json())

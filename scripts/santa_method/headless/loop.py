@@ -490,7 +490,7 @@ async def _fix(
         "duration_s": round(time.monotonic() - began, 3),
     }
     data.update(run.take_unlogged())
-    run.emit("fix_done", round=round_number, notes=fix.notes)
+    run.emit("fix_done", round=round_number, notes=fix.notes, model=data["model"])
     try:
         written = runs.log_event(run_id, "fix", data=data)
     except RefusedError as exc:

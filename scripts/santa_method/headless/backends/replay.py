@@ -193,6 +193,8 @@ class ReplayBackend:
         self._asked: Counter[str] = Counter()
         #: What each reply given was: (request in words, origin, model).
         self.answered: list[tuple[str, str, str | None]] = []
+        #: The origin of the last reply each reviewer (by label) and the fixer got.
+        self.origins: dict[str, str] = {}
 
     async def preflight(self) -> list[str]:
         return []
@@ -216,8 +218,9 @@ class ReplayBackend:
                 f"the recording's file {key}.json in {self.replayed} is damaged: "
                 f"reply {n + 1} is not a {('review', 'fix')[isinstance(request, FixRequest)]}"
             )
-        origin = reply.get("origin")
-        self.answered.append((what, str(origin), _str(reply.get("model"))))
+        origin = str(reply.get("origin"))
+        self.answered.append((what, origin, _str(reply.get("model"))))
+        self.origins[request.label if isinstance(request, ReviewRequest) else "fixer"] = origin
         return reply
 
     async def review(self, request: ReviewRequest) -> ReviewReply:
