@@ -208,8 +208,10 @@ class ReplayBackend:
             held = "no reply" if entry is None else f"only {len(entry['replies'])} replies"
             raise InputError(
                 f"the recording in {self.replayed} has {held} for {what} (request "
-                f"{key[:12]}): it answers only the requests it recorded, never with a guess; "
-                f"record this run again with --record {self.replayed}"
+                f"{key[:12]}): this run asks something no recorded run asked (another output, "
+                "spec, rubric, model, or the texts of another santa), and a recording answers "
+                "only the requests it recorded, never with a guess; record this run with "
+                "--record DIR"
             )
         self._asked[key] += 1
         reply = entry["replies"][n]
