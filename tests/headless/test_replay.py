@@ -246,6 +246,8 @@ def test_replay_refuses_a_folder_that_holds_no_recording(project, target, capsys
     assert code == 2 and "holds no santa recording (no manifest.json)" in err
     assert not (project / ".santa" / "runs").exists()  # refused before any run opened
     assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "replay:"]) == 2
+    assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "bogus"]) == 2
+    assert "--backend must be anthropic, claude or replay:DIR, not 'bogus'" in capsys.readouterr().err
 
 
 def test_recording_something_that_looks_like_a_secret_warns_once(

@@ -63,11 +63,14 @@ examples:
 """
 
 
-def backend_arg(text: str) -> str:
-    """`anthropic`, `claude` or `replay:DIR` (a usage error otherwise)."""
-    if text in ("anthropic", "claude") or (text.startswith("replay:") and len(text) > 7):
-        return text
-    raise argparse.ArgumentTypeError(f"expected anthropic, claude or replay:DIR, got {text!r}")
+def backend_named(args: argparse.Namespace) -> str:
+    """The backend --backend (else SANTA_BACKEND, else anthropic) names:
+    `anthropic`, `claude` or `replay:DIR`; anything else is refused (exit 2)."""
+    name = args.backend or os.environ.get("SANTA_BACKEND") or "anthropic"
+    if name in ("anthropic", "claude") or (name.startswith("replay:") and len(name) > 7):
+        return name
+    said = "--backend" if args.backend else "SANTA_BACKEND"
+    raise InputError(f"{said} must be anthropic, claude or replay:DIR, not {name!r}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -96,7 +99,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--backend",
-        type=backend_arg,
         default=None,
         metavar="{anthropic,claude,replay:DIR}",
         help="who reviews and fixes (default: anthropic; env SANTA_BACKEND); replay:DIR "
@@ -264,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
             rubric=args.rubric or config.rubric,
             reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
             models=models,
-            backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+            backend=backend_named(args),
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
             budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
             timeout=args.timeout,
@@ -296,7 +298,7 @@ def _resume(args: argparse.Namespace) -> int:
         raise InputError("--timeout must be positive")
     result = resume_sync(
         args.resume,
-        backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+        backend=backend_named(args),
         timeout=args.timeout,
         cache_warm=args.cache_warm,
         on_event=LiveView(args.quiet),
