@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -156,3 +157,23 @@ def test_the_demo_never_works_in_a_folder_that_holds_anything(users_project, tmp
     assert "is not an empty folder; santa demo works in a folder of its own" in done.stderr
     assert done.stdout == ""
     assert snapshot(users_project) == before
+
+
+def test_a_demo_whose_replies_are_out_of_date_says_how_to_record_them_again(
+    tmp_path, monkeypatch
+):
+    """What a contributor meets after changing what reviewers receive."""
+    from santa_method.core.errors import InputError
+    from santa_method.headless import demo as demo_module
+
+    stale = tmp_path / "replies"
+    shutil.copytree(demo_module.recording_dir(), stale)
+    for entry in stale.glob("*.json"):
+        if entry.name != "manifest.json" and '"label": "B"' in entry.read_text():
+            entry.unlink()
+    monkeypatch.setattr(demo_module, "recording_dir", lambda: stale)
+    with pytest.raises(InputError) as refused:
+        demo_module.run_demo(tmp_path / "demo")
+    said = str(refused.value)
+    assert "has no reply for reviewer B's review in round 1" in said
+    assert said.endswith("python examples/demo/make.py records them again")

@@ -128,7 +128,7 @@ def run_demo(
     chosen: str | os.PathLike[str] | None = None, on_event: EventHook | None = None
 ) -> Demo:
     """The demo: the loop replayed from the shipped recording, then its page."""
-    from santa_method.headless.backends.replay import ReplayBackend
+    from santa_method.headless.backends.replay import NotRecorded, ReplayBackend
     from santa_method.view import write_view
 
     replay = ReplayBackend(recording_dir())
@@ -141,7 +141,13 @@ def run_demo(
         if on_event is not None:
             on_event(kind, data)
 
-    result = loop(folder, replay, labelled)
+    try:
+        result = loop(folder, replay, labelled)
+    except NotRecorded as exc:
+        raise InputError(
+            f"{exc}. The demo's replies were recorded for the texts of another santa: "
+            "python examples/demo/make.py records them again"
+        ) from None
     with own_santa(folder) as home:
         page = write_view(log_path=home / "log.jsonl", home=home).path
     return Demo(folder, result, page, list(replay.answered))

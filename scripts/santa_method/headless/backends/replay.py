@@ -41,6 +41,10 @@ from santa_method.headless.backends.checked import (
 )
 
 PREFIX = "replay:"
+
+
+class NotRecorded(InputError):
+    """A request the recording holds no reply for (exit 2, naming it)."""
 ORIGINS = {"recorded": "recorded from a model", "written": "written for the demo"}
 
 
@@ -206,7 +210,7 @@ class ReplayBackend:
         what = recording.describe(request)
         if entry is None or n >= len(entry["replies"]):
             held = "no reply" if entry is None else f"only {len(entry['replies'])} replies"
-            raise InputError(
+            raise NotRecorded(
                 f"the recording in {self.replayed} has {held} for {what} (request "
                 f"{key[:12]}): this run asks something no recorded run asked (another output, "
                 "spec, rubric, model, or the texts of another santa), and a recording answers "
@@ -295,4 +299,4 @@ def with_origin(label: str) -> str:
     return ORIGINS.get(label, label)
 
 
-__all__ = ["PREFIX", "Recorder", "ReplayBackend", "replay_folder", "with_origin"]
+__all__ = ["PREFIX", "NotRecorded", "Recorder", "ReplayBackend", "replay_folder", "with_origin"]
