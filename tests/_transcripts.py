@@ -58,9 +58,11 @@ def reviewer_records(
     *replies: str,
     agent_id: str | None = None,
     assignment: str | Path | None = None,
+    started: str | None = None,
 ) -> list[dict[str, Any]]:
     """The prompt first, then the Read of `assignment` (when given), then the
-    replies in order; every record stamped with `agent_id` when given."""
+    replies in order; every record stamped with `agent_id` when given, and
+    with `started` as its `timestamp` (when the reviewer began) when given."""
     records: list[dict[str, Any]] = [
         {"type": "user", "isSidechain": True, "message": {"role": "user", "content": prompt}},
         {"type": "attachment"},
@@ -70,6 +72,8 @@ def reviewer_records(
     records.extend(reply_record(text) for text in replies)
     if agent_id is not None:
         records = [{**record, "agentId": agent_id} for record in records]
+    if started is not None:
+        records = [{**record, "timestamp": started} for record in records]
     return records
 
 
@@ -85,8 +89,12 @@ def reviewer_transcript(
     *replies: str,
     agent_id: str | None = None,
     assignment: str | Path | None = None,
+    started: str | None = None,
 ) -> str:
     """Write a reviewer's transcript (JSON Lines) and return its path."""
     return write_transcript(
-        path, reviewer_records(prompt, *replies, agent_id=agent_id, assignment=assignment)
+        path,
+        reviewer_records(
+            prompt, *replies, agent_id=agent_id, assignment=assignment, started=started
+        ),
     )

@@ -252,6 +252,7 @@ def test_a_read_only_token_warns_and_keeps_the_verdict(tmp_path, checkout, stub_
         ({"reviewers": "1"}, "reviewers"),
         ({"spec": ""}, "spec"),
         ({"backend": "openai"}, "backend"),
+        ({"report-file": "docs"}, "input report-file: cannot write"),  # a folder: never replaced
     ],
 )
 def test_bad_inputs_fail_before_anything_runs(

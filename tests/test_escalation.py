@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _faces import EVERY_FACE
 from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
@@ -55,7 +56,9 @@ def gate(project: Path, opened: dict[str, Any], *flags: dict[str, Any]) -> Any:
     (project / "b.json").write_text(review(opened["canary"], flags, "b"))
     (project / "c.json").write_text(review(opened["canary"], flags, "c"))
     return runs.gate_run(
-        opened["run_id"], review_files=[str(project / "b.json"), str(project / "c.json")]
+        checks=EVERY_FACE,
+        run_id=opened["run_id"],
+        review_files=[str(project / "b.json"), str(project / "c.json")],
     )
 
 
@@ -130,7 +133,7 @@ def test_budget_from_the_config(
                 cost_usd=0.2,
                 tokens=1000,
             )
-        return runs.gate_run(opened["run_id"])
+        return runs.gate_run(checks=EVERY_FACE, run_id=opened["run_id"])
 
     first = store_both(opened, (V20,))
     assert first.next == "fix"  # $0.40 of $0.50
@@ -170,11 +173,17 @@ def test_rereviews_exhausted(project: Path, capsys: pytest.CaptureFixture[str]) 
     run_id = opened["run_id"]
     (project / "b.json").write_text(review(opened["canary"]))
     (project / "bad.json").write_text('{"verdict": "PASS"}')
-    first = runs.gate_run(run_id, review_files=[str(project / "b.json"), str(project / "bad.json")])
+    first = runs.gate_run(
+        checks=EVERY_FACE,
+        run_id=run_id,
+        review_files=[str(project / "b.json"), str(project / "bad.json")],
+    )
     assert first.next == "rereview"
     for n in (1, 2):
         assert runs.next_round(run_id).open_slots == ("C",)
-        result = runs.gate_run(run_id, review_files=[str(project / "bad.json")])
+        result = runs.gate_run(
+            checks=EVERY_FACE, run_id=run_id, review_files=[str(project / "bad.json")]
+        )
         assert result.next == ("rereview" if n == 1 else "escalate")
     assert_escalated(project, run_id, result, "re-reviewed 2 times")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _faces import EVERY_FACE
 from santa_method.core.errors import RefusedError
 from santa_method.core.fixreport import fixer_order, parse_report
 from santa_method.core.types import MergedIssue
@@ -75,7 +76,11 @@ def _gated(home: Path, *issues: dict) -> runs.RoundOpened:
     opened = open_run(home, source="files")
     (home / "b.json").write_text(review(opened.canary, issues))
     (home / "c.json").write_text(review(opened.canary, issues))
-    result = runs.gate_run(opened.run_id, review_files=[str(home / "b.json"), str(home / "c.json")])
+    result = runs.gate_run(
+        checks=EVERY_FACE,
+        run_id=opened.run_id,
+        review_files=[str(home / "b.json"), str(home / "c.json")],
+    )
     assert result.next == "fix"
     return opened
 

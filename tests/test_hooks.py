@@ -14,254 +14,28 @@ reach a subprocess.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from _reviews import review_reply
-from _transcripts import reviewer_transcript
-from santa_method.state.model.run import RunState, Slot
-
-REPO = Path(__file__).resolve().parents[1]
-SANTA = str(Path(sys.executable).parent / "santa")
-BIN_SANTA = str(REPO / "libexec" / "santa")
-
-OUTPUT = """\
-# tally
-
-tally counts lines and words in your files. Current version: 2.0.
-
-Run `tally --lines notes.txt` to count lines.
-"""
-SPEC = "Document tally 2.1: the flags --lines and --words, and a License section (MIT).\n"
-QUOTE = "Current version: 2.0."
-
-
-def hook_env(root: Path) -> dict[str, str]:
-    """The environment Claude Code gives a hook command, with state kept in tmp."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC", "SANTA_"))
-    }
-    env.update(
-        CLAUDECODE="1",
-        CLAUDE_CODE_SESSION_ID="session-test",
-        CLAUDE_PROJECT_DIR=str(root),
-        CLAUDE_PLUGIN_ROOT=str(REPO),
-        SANTA_HOME=str(root / ".santa"),
-        SANTA_LOG=str(root / "log.jsonl"),
-    )
-    return env
-
-
-@dataclass
-class Hooked:
-    rc: int
-    out: str
-    err: str
-
-    def allowed(self) -> None:
-        assert self.rc == 0, self.err
-        assert self.out.strip() == "", f"expected no output (allow), got {self.out!r}"
-
-    def denied(self) -> str:
-        assert self.rc == 0, self.err
-        answer = json.loads(self.out)
-        specific = answer["hookSpecificOutput"]
-        assert specific["hookEventName"] == "PreToolUse"
-        assert specific["permissionDecision"] == "deny"
-        return specific["permissionDecisionReason"]
-
-    def blocked(self) -> str:
-        assert self.rc == 0, self.err
-        answer = json.loads(self.out)
-        assert answer["decision"] == "block"
-        return answer["reason"]
-
-
-@dataclass
-class Project:
-    root: Path
-    env: dict[str, str]
-    run_id: str
-    instruction: str
-    canary: str
-    assignment: str
-    calls: int = 0
-
-    def santa(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [SANTA, *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.root,
-            timeout=60,
-        )
-
-    def hook(self, name: str, payload: dict[str, Any] | str, launcher: str = "santa") -> Hooked:
-        raw = payload if isinstance(payload, str) else json.dumps(payload)
-        if launcher == "santa":
-            cmd, env = [SANTA, "hook", name], self.env
-        else:  # the plugin's launcher, as hooks/hooks.json calls it
-            cmd, env = [BIN_SANTA, "hook", name], {**self.env, "SANTA_PYTHON": sys.executable}
-        done = subprocess.run(
-            cmd, input=raw, capture_output=True, text=True, env=env, cwd=self.root, timeout=60
-        )
-        return Hooked(done.returncode, done.stdout, done.stderr)
-
-    def agent_call(
-        self,
-        subagent_type: str,
-        prompt: str,
-        launcher: str = "santa",
-        tool_use_id: str | None = None,
-    ) -> Hooked:
-        """One Agent tool call: each has its own tool_use_id unless one is given."""
-        if tool_use_id is None:
-            self.calls += 1
-            tool_use_id = f"toolu_{self.calls:02d}"
-        return self.hook(
-            "pretooluse-agent",
-            {
-                "session_id": "session-test",
-                "transcript_path": str(self.root / "main.jsonl"),
-                "cwd": str(self.root),
-                "permission_mode": "default",
-                "hook_event_name": "PreToolUse",
-                "tool_name": "Agent",
-                "tool_input": {
-                    "description": "santa reviewer 1",
-                    "prompt": prompt,
-                    "subagent_type": subagent_type,
-                    "run_in_background": False,
-                },
-                "tool_use_id": tool_use_id,
-            },
-            launcher,
-        )
-
-    def spawn(self, launcher: str = "santa") -> None:
-        """Start a reviewer the way the main agent must: the Agent call with
-        the exact instruction, which the PreToolUse guard lets through and counts."""
-        self.agent_call("santa-method:reviewer", self.instruction, launcher).allowed()
-
-    def transcript(self, agent_id: str, prompt: str, *replies: str, stamped: bool = True) -> Path:
-        """A subagent transcript as Claude Code writes it: the prompt first,
-        the Read of the whole assignment, then the replies; every record
-        stamped with the agent's id (unless `stamped` is False)."""
-        path = self.root / "transcripts" / f"agent-{agent_id}.jsonl"
-        reviewer_transcript(
-            path,
-            prompt,
-            *replies,
-            agent_id=agent_id if stamped else None,
-            assignment=self.assignment,
-        )
-        return path
-
-    def stop(
-        self,
-        agent_id: str,
-        reply: str,
-        *,
-        active: bool = False,
-        agent_type: str = "santa-method:reviewer",
-        prompt: str | None = None,
-        launcher: str = "santa",
-        earlier: tuple[str, ...] = (),
-        stamped: bool = True,
-    ) -> Hooked:
-        transcript = self.transcript(
-            agent_id,
-            self.instruction if prompt is None else prompt,
-            *earlier,
-            reply,
-            stamped=stamped,
-        )
-        return self.hook(
-            "subagent-stop",
-            {
-                "session_id": "session-test",
-                "transcript_path": str(self.root / "main.jsonl"),
-                "cwd": str(self.root),
-                "hook_event_name": "SubagentStop",
-                "agent_id": agent_id,
-                "agent_type": agent_type,
-                "agent_transcript_path": str(transcript),
-                "last_assistant_message": reply,
-                "stop_hook_active": active,
-            },
-            launcher,
-        )
-
-    def state(self) -> RunState:
-        """The run's state through the state module, as the gate reads it."""
-        from santa_method.state import runs
-
-        old = {k: os.environ.get(k) for k in ("SANTA_HOME", "CLAUDE_PROJECT_DIR")}
-        os.environ["SANTA_HOME"] = self.env["SANTA_HOME"]
-        os.environ["CLAUDE_PROJECT_DIR"] = self.env["CLAUDE_PROJECT_DIR"]
-        try:
-            return runs.load_state(self.run_id)
-        finally:
-            for key, value in old.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-
-    def slots(self) -> dict[str, Slot | None]:
-        return self.state().rounds[-1].slots
-
-
-CRITERIA = (
-    "factual-accuracy",
-    "no-hallucination",
-    "completeness",
-    "compliance",
-    "internal-consistency",
-    "technical-correctness",
+from _hooked import (
+    BIN_SANTA,
+    OUTPUT,
+    QUOTE,
+    SANTA,
+    Project,
+    hook_env,
+    open_hook_round,
+    review,
 )
-
-
-def review(canary: str, *, quote: str | None = None, drop: str | None = None) -> str:
-    """A review JSON: PASS, or FAIL on factual-accuracy when `quote` is given."""
-    issues = []
-    if quote is not None:
-        issues = [{"criterion": "factual-accuracy", "issue": "The spec says 2.1.", "quote": quote}]
-    criteria = [c for c in CRITERIA if c != drop]
-    return review_reply(criteria, issues, detail="checked", canary=canary)
 
 
 @pytest.fixture
 def open_round(tmp_path: Path) -> Project:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "README.md").write_text(OUTPUT, encoding="utf-8")
-    (root / "spec.md").write_text(SPEC, encoding="utf-8")
-    env = hook_env(root)
-    done = subprocess.run(
-        [SANTA, "round", "start", "--against", "README.md", "--spec", "spec.md", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    opened = json.loads(done.stdout)
-    assert opened["open_slots"] == ["B", "C"]
-    p = Project(
-        root, env, opened["run_id"], opened["instruction"], opened["canary"], opened["assignment"]
-    )
-    assert p.state().source == "hook"  # CLAUDECODE=1 makes it a hook-store run
-    return p
+    return open_hook_round(tmp_path)
 
 
 # --- PreToolUse on Agent ----------------------------------------------------
@@ -552,13 +326,15 @@ def test_gate_counts_exactly_the_stored_replies(open_round: Project) -> None:
 @pytest.mark.slow
 def test_a_reply_without_a_spawned_reviewer_is_not_stored(open_round: Project) -> None:
     # The exact instruction and a valid review, but the guard never saw an
-    # Agent call for it: it is no reviewer's reply.
-    open_round.stop("agent-0", review(open_round.canary)).allowed()
+    # Agent call for it: it is no reviewer's reply, and the hook says so.
+    told = open_round.stop("agent-0", review(open_round.canary)).noted()
+    assert "agent agent-0 was not counted" in told and "no reviewer was spawned" in told
     assert all(slot is None for slot in open_round.slots().values())
 
     open_round.spawn()
     open_round.stop("agent-1", review(open_round.canary)).allowed()
-    open_round.stop("agent-2", review(open_round.canary)).allowed()  # one spawn, one slot
+    told = open_round.stop("agent-2", review(open_round.canary)).noted()  # one spawn, one slot
+    assert "no reviewer was spawned" in told
     slots = open_round.slots()
     assert slots["B"].agent_id == "agent-1" and slots["C"] is None
     gate = open_round.santa("gate", "--run", open_round.run_id, "--json")
@@ -576,7 +352,9 @@ def test_one_agent_call_seen_twice_is_one_reviewer(open_round: Project) -> None:
         ).allowed()
     assert open_round.state().rounds[-1].spawned == 1
     open_round.stop("agent-1", review(open_round.canary)).allowed()
-    open_round.stop("agent-2", review(open_round.canary)).allowed()
+    assert (
+        "no reviewer was spawned" in open_round.stop("agent-2", review(open_round.canary)).noted()
+    )
     assert open_round.slots()["C"] is None
 
 
@@ -728,7 +506,7 @@ def test_the_stop_hook_refuses_to_judge_against_edited_run_files(open_round: Pro
         (open_round.root / ".santa" / "runs" / open_round.run_id / "state.json").read_text()
     )["rounds"][-1]["slots"]["B"]
     assert slot["failed"] is True
-    assert any("changed after the round opened" in e for e in slot["errors"])
+    assert any("was changed after round 1 opened" in e for e in slot["errors"])
 
 
 def test_a_crashing_stop_hook_leaves_other_agents_alone(tmp_path: Path) -> None:

@@ -6,8 +6,10 @@ Claude Code with JSONL records, stratified, interrupted with runs in
 flight) and seven runs (every source, a file and a diff, open, shipped
 and escalated, a working copy, a budget, a fixer and its fixes, a fixer's
 questions, reviewer spawns, review files), each from a test of its own;
-only the temporary folder in their paths was renamed. Loading one and
-saving it again must give the same bytes.
+only the temporary folder in their paths was renamed. One run was written
+since (`run-hook-late.json`: reviewers' starts and a round's extra
+replies, from the background-reviewer story of test_late_replies.py).
+Loading one and saving it again must give the same bytes.
 """
 
 from __future__ import annotations
@@ -199,6 +201,12 @@ def test_the_run_fixtures_cover_what_a_run_state_holds():
     assert any(s.fixer for s in states) and any(s.fixes for s in states)
     assert any(s.escalation and s.escalation.questions for s in states)
     assert any(r.spawn_ids for s in states for r in s.rounds)
+    assert any(sp.agent_id for s in states for r in s.rounds for sp in r.spawns or [])
+    openings = {sp.opening for s in states for r in s.rounds for sp in r.spawns or [] if sp.id}
+    assert openings == {0, 1}
+    extras = [x for s in states for r in s.rounds for x in r.extras.values()]
+    assert {x.verdict for x in extras} == {"PASS", "FAIL"} and all(x.why_extra for x in extras)
+    assert any(r.spawns is None for s in states for r in s.rounds)  # rounds from before
     slots = [x for s in states for r in s.rounds for x in r.slots.values() if x is not None]
     assert any(x.file for x in slots) and any(x.agent_id for x in slots)
     assert any(x.gated_valid is False for x in slots)
@@ -254,6 +262,15 @@ def test_a_run_state_reads_into_its_records():
             lambda d: d["rounds"][0]["slots"]["B"].update(token_detail={"input": 1.5}),
             "token_detail holds a count that is not a whole number",
         ),
+        (
+            lambda d: d["rounds"][0].update(extras={"D": "a reply"}),
+            "state.rounds[0].extras['D'] is not an object",
+        ),
+        (
+            lambda d: d["rounds"][0].update(spawns=[{"opening": 0}]),
+            "state.rounds[0].spawns[0].at is missing",
+        ),
+        (lambda d: d["rounds"][0].update(spawns={}), "state.rounds[0].spawns is not a list"),
     ],
 )
 def test_a_run_state_this_version_cannot_read_says_which_key(user_files, change, message):

@@ -10,7 +10,10 @@
   agent copies). Invalid replies are handed back with the exact errors, an
   unverified quote once; after at most 2 blocks the reply is stored as a
   failed review. Valid replies are stored verbatim with the agent id and
-  transcript path, which the gate checks again.
+  transcript path, which the gate checks again. A reply that arrives after
+  its round was gated, or when every slot has a reply, is kept with its
+  round all the same (a valid FAIL counts against it) and the hook says
+  what became of it (`systemMessage`); so does a reply it cannot keep.
 
 The hook protocol decides how failures look: Claude Code lets a tool call or
 a reply through when a hook exits non-zero, so these functions never raise.
@@ -31,11 +34,10 @@ from santa_method.claude_code.protocol import (
     block,
     deny,
     fail_closed,
+    note,
     plugin_agent,
     vendored_agent,
 )
-
-# Also registers the gate's checks of hook-stored replies (state/sources.py).
 from santa_method.claude_code.provenance import reading_problem
 
 __all__ = ["pretooluse_agent", "pretooluse_guard", "run_hook", "shell_problem", "subagent_stop"]
@@ -45,11 +47,12 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, TypeAlias
 
+    from santa_method.core.reask import Asks
+
     Reply: TypeAlias = dict[str, Any] | None  # the JSON to print; None means "allow"
 
 REVIEWER_TYPES = REVIEWER_AGENTS
 FIXER_TYPES = FIXER_AGENTS
-MAX_BLOCKS = 2
 
 
 # --- PreToolUse on Agent ----------------------------------------------------
@@ -97,7 +100,8 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
         )
         if refusal:
             return deny(
-                f"No reviewer slot is open: {refusal}. Gate the round with `santa gate --run {found[0]}`."
+                f"No reviewer slot is open: {refusal}. Wait for the task notifications of the "
+                f"reviewers still running, then gate the round with `santa gate --run {found[0]}`."
             )
         return None
     if kind in FIXER_TYPES:
@@ -148,10 +152,11 @@ def _records(transcript_path: str) -> list[dict[str, Any]]:
 
 
 def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
+    from santa_method.state.store import agent_file_name
+
     folder = run_dir / f"round-{round_number}" / "hook-blocks"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{safe}.json"
+    return folder / f"{agent_file_name(agent_id)}.json"
 
 
 def subagent_stop(payload: Mapping[str, Any]) -> Reply:
@@ -166,10 +171,10 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
 
         transcript = str(payload.get("agent_transcript_path") or "")
         prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
-        found = runs.find_round(prompt) if prompt else None
+        found = runs.round_of_reply(prompt) if prompt else None
         if found is None:
-            # Not spawned for an open round (the PreToolUse guard refuses
-            # that); there is no round to count this reply in.
+            # Not given the instruction of any run's round (the PreToolUse
+            # guard refuses that); there is no round to count this reply in.
             return None
         return _judge(payload, found, transcript)
     except Exception as exc:
@@ -200,53 +205,47 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
-    from santa_method.core.files import read_exact
-    from santa_method.core.review import unverified_quote_messages, validate_reply
-    from santa_method.core.rubric import rubric_from_json, rubric_hash
+    from santa_method.core import reask
+    from santa_method.core.review import validate_reply
     from santa_method.core.types import replace
     from santa_method.state import runs, transcripts
     from santa_method.state.atomic import replace_text
+    from santa_method.state.store import judged_files
 
     run_id, round_number = found
     state = runs.load_state(run_id)
     folder = runs.run_dir(run_id)
-    current = state.rounds[-1]
-    rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
-    output = read_exact(folder / f"round-{round_number}" / "output.txt")
-    if rubric_hash(rubric) != state.rubric_hash or runs.sha256(output) != current.output_sha256:
-        # Judging against edited run files would hand the reviewer wrong
-        # errors; the gate refuses such a run anyway.
-        raise RuntimeError("the run's rubric or reviewed output was changed after the round opened")
+    current = next(r for r in state.rounds if r.round == round_number)
+    # Judging against edited run files would hand the reviewer wrong errors;
+    # the gate refuses such a run for the same reason (one check for both).
+    rubric, output = judged_files(state, current)
     reply = payload.get("last_assistant_message")
     reply = reply if isinstance(reply, str) else ""
     agent_id = payload.get("agent_id")
     if not isinstance(agent_id, str) or not agent_id:
         raise RuntimeError("the stop hook's input names no agent_id")
     result = validate_reply(reply, rubric=rubric, output=output, canary=current.canary)
-    unread = reading_problem(_records(transcript), current.assignment)
+    records = _records(transcript)
+    unread = reading_problem(records, current.assignment)
     if unread:
         # Reading is part of a valid review: a reply from a reviewer that
         # skipped part of the assignment (or peeked at other reviews) fails.
         result = replace(result, valid=False, errors=(*result.errors, unread))
 
     counter_file = _blocks_file(folder, round_number, agent_id)
-    counter = (
-        json.loads(counter_file.read_text())
-        if counter_file.exists()
-        else {"blocks": 0, "quote_blocks": 0}
-    )
-
+    # The run has ended: its reply is kept, but nothing it says can change
+    # the run, so the reviewer is not asked again.
+    asks = _asks(counter_file) if state.status == "open" else reask.SPENT
+    began = transcripts.began(records)
+    model, seconds = transcripts.reply_facts(records)
+    ask = reask.next_ask(result, asks)
+    if ask is not None:
+        replace_text(
+            counter_file, json.dumps({"invalid": ask.asks.invalid, "quotes": ask.asks.quotes})
+        )
+        return block(ask.feedback)
     if not result.valid:
-        if counter["blocks"] < MAX_BLOCKS:
-            counter["blocks"] += 1
-            replace_text(counter_file, json.dumps(counter))
-            errors = "\n".join(f"- {e}" for e in result.errors)
-            return block(
-                "Your review is not valid and was not counted. Fix exactly these problems and "
-                f"reply again with the review JSON only:\n{errors}"
-            )
-        model, seconds = transcripts.reply_facts(_records(transcript))
-        runs.store_reply(
+        return _kept(
             run_id,
             round_number,
             reply=reply,
@@ -254,43 +253,60 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             transcript_path=transcript,
             failed=True,
             errors=list(result.errors),
+            began=began,
             model=model,
             duration_s=seconds,
         )
-        return None
-    review = result.review
-    unverified = unverified_quote_messages(review) if review is not None else []
-    if unverified and counter["quote_blocks"] < 1 and counter["blocks"] < MAX_BLOCKS:
-        counter["blocks"] += 1
-        counter["quote_blocks"] += 1
-        replace_text(counter_file, json.dumps(counter))
-        items = "\n".join(f"- {m}" for m in unverified)
-        return block(
-            "Some quotes do not occur in the output under review. For each, copy the exact text "
-            f"from the output, or withdraw the issue; then reply with the whole review JSON again:\n{items}"
-        )
-    model, seconds = transcripts.reply_facts(_records(transcript))
-    runs.store_reply(
+    return _kept(
         run_id,
         round_number,
         reply=reply,
         agent_id=agent_id,
         transcript_path=transcript,
+        verdict=result.verdict,
+        began=began,
         model=model,
         duration_s=seconds,
     )
-    return None
+
+
+def _asks(counter_file: Path) -> Asks:
+    """The re-asks this reviewer has had (a file of the round; one written
+    by an older santa counted 'blocks' and 'quote_blocks')."""
+    from santa_method.core.reask import Asks
+
+    if not counter_file.exists():
+        return Asks()
+    data = json.loads(counter_file.read_text(encoding="utf-8"))
+    if "blocks" in data:
+        return Asks(int(data["blocks"]) - int(data["quote_blocks"]), int(data["quote_blocks"]))
+    return Asks(int(data["invalid"]), int(data["quotes"]))
+
+
+def _kept(run_id: str, round_number: int, **reply: Any) -> Reply:
+    """Store the reply; say out loud what became of one no slot could take,
+    and why one could not be kept at all (never a silent drop)."""
+    from santa_method.core.errors import RefusedError
+    from santa_method.state import runs
+
+    try:
+        stored = runs.keep_reply(run_id, round_number, **reply)
+    except RefusedError as exc:
+        return note(
+            f"santa: the reply of agent {reply.get('agent_id')} was not counted for round "
+            f"{round_number} of run {run_id}: {exc}"
+        )
+    return note(stored.note) if stored.note else None
 
 
 def _store_failure(payload: Mapping[str, Any], found: tuple[str, int] | None, why: str) -> Reply:
     """Record the reviewer's slot as failed; if even that fails, the slot
-    stays empty and the gate counts it as a missing review."""
+    stays empty and the gate counts it as a missing review, and the hook
+    says that nothing was kept."""
     if found is None:
         return None
     try:
-        from santa_method.state import runs
-
-        runs.store_reply(
+        return _kept(
             found[0],
             found[1],
             reply=str(payload.get("last_assistant_message") or ""),
@@ -299,9 +315,11 @@ def _store_failure(payload: Mapping[str, Any], found: tuple[str, int] | None, wh
             failed=True,
             errors=[why],
         )
-    except Exception:
-        return None
-    return None
+    except Exception as exc:
+        return note(
+            f"santa: the reply of agent {payload.get('agent_id')} could not be kept for round "
+            f"{found[1]} of run {found[0]} ({type(exc).__name__}: {exc}); {why}"
+        )
 
 
 #: Every hook `santa hook NAME` runs; its help lists them from here.

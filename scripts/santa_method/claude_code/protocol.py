@@ -87,6 +87,11 @@ def block(reason: str) -> dict[str, Any]:
     return {"decision": "block", "reason": reason}
 
 
+def note(text: str) -> dict[str, Any]:
+    """Let the call or the reply through, and tell the user `text` (`systemMessage`)."""
+    return {"systemMessage": text}
+
+
 def read_input() -> str | None:
     """The hook input on stdin, or None when stdin cannot be read (closed,
     or not text): input that cannot be read is answered like input that is

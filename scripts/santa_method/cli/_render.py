@@ -3,6 +3,8 @@ these run in hooks and CI logs where escape codes are noise)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from santa_method.core.review import UNCHECKED_QUOTES
 from santa_method.core.types import GateResult, MergedIssue, ValidationResult
 
@@ -62,7 +64,22 @@ def gate_text(result: GateResult, *, quotes_checked: bool = True) -> str:
     if result.suggestions:
         lines.append("suggestions (non-blocking):")
         lines += [f"  - {s}" for s in result.suggestions]
+    for told in result.extra.get("extra_replies") or []:
+        said = told["verdict"] if told["valid"] else "invalid"
+        counted = "counted" if told["counted"] else "not counted"
+        lines.append(
+            f"reply {told['label']} (agent {told['agent_id']}): {said}, {counted}: {told['why']}"
+            + (f" (round {told['round']})" if told["round"] != result.extra.get("round") else "")
+        )
     for key in ("fixer_instruction", "report"):
         if result.extra.get(key):
             lines.append(f"{key.replace('_', ' ')}: {result.extra[key]}")
+    return "\n".join(lines)
+
+
+def wait_text(answer: dict[str, Any]) -> str:
+    """The gate's answer while started reviewers may still reply (not a verdict)."""
+    lines = ["WAIT  next: wait"]
+    lines += [f"  - {reason}" for reason in answer["reasons"]]
+    lines.append(answer["next_step"][0].upper() + answer["next_step"][1:] + ".")
     return "\n".join(lines)

@@ -19,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Validate every review, merge their flags and decide the round: NICE (exit 0) "
             "only if at least two reviews are given and every one is valid and PASS; "
             "otherwise NAUGHTY (exit 1) with the next step (rereview, fix or escalate). "
+            "With --run inside Claude Code, while a reviewer started for the round may still "
+            "reply, it does not judge: 'next: wait' (exit 1) names the reviewers it waits for. "
             "With --run, the rubric, output and canary come from the run, and reviews from "
             "the run's store (or from files, for runs whose source is 'files')."
         ),
@@ -49,12 +51,11 @@ def _count(n: int, noun: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.cli._render import gate_text
+    from santa_method.cli._render import gate_text, wait_text
 
     if args.run:
-        # Registers the gate's checks of replies from Claude Code (state/sources.py).
-        import santa_method.claude_code.provenance  # noqa: F401
-        from santa_method.state.runs import gate_run
+        from santa_method.claude_code.provenance import CHECKS
+        from santa_method.state.gating import gate_run
 
         ignored = [
             flag
@@ -71,13 +72,24 @@ def run(args: argparse.Namespace) -> int:
                 "output and canary when it opened"
             )
 
-        result = gate_run(
-            args.run,
-            iteration=args.iteration,
-            review_files=args.reviews,
-            labels=split_labels(args.labels),
-            log_path=args.log,
-        )
+        from santa_method.state.runs import StillReviewing
+
+        try:
+            result = gate_run(
+                args.run,
+                checks=CHECKS,
+                iteration=args.iteration,
+                review_files=args.reviews,
+                labels=split_labels(args.labels),
+                log_path=args.log,
+            )
+        except StillReviewing as waiting:
+            # Not a verdict: reviewers started for the round may still reply.
+            if args.json:
+                print_json(waiting.to_json())
+            else:
+                say(wait_text(waiting.to_json()) + "\n")
+            return 1
     else:
         from santa_method.cli.validate_cmd import load_rubric_arg
         from santa_method.core.gate import gate_replies

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        from santa_method.state.redact import redact_json
+        from santa_method.core.redact import redact_json
 
         # Rich wraps a long cell over lines, which no redaction of the
         # printed text could see whole: the values are redacted first.
@@ -201,7 +201,7 @@ def _print_reviewers(console: Any, result: dict[str, Any]) -> None:
         console.print(table)
     asked = result.get("needs_input") or {}
     if asked.get("questions"):
-        from santa_method.state.redact import redact_text
+        from santa_method.core.redact import redact_text
 
         console.print(f"runs stopped for input: {asked['runs']}", highlight=False)
         for q in asked["questions"]:

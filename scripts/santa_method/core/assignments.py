@@ -42,7 +42,9 @@ Rules:
    naming that thing. No evidence, no flag: opinions and style preferences
    go to "suggestions", which never block.
 4. "verdict" is "PASS" only if every check passes and there are no critical
-   issues; otherwise "FAIL".
+   issues; otherwise "FAIL". Give the verdict there and each result in its
+   "result" only: a detail, issue or suggestion that states another
+   ("verdict: FAIL") makes the review ambiguous, and it is rejected.
 5. Read this file to its very last line. It ends with "santa-canary: TOKEN";
    copy TOKEN into "canary". A review without the right canary is rejected.
 6. Reply with the JSON object only:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
+from santa_method.core.errors import InputError
 from santa_method.core.merge import flags_of, merge_flags, merge_suggestions
 from santa_method.core.review import validate_reply
 from santa_method.core.types import (
@@ -23,7 +24,25 @@ from santa_method.core.types import (
     ValidationResult,
 )
 
-__all__ = ["MIN_REVIEWERS", "default_labels", "gate", "gate_replies"]
+__all__ = [
+    "EMPTY_OUTPUT",
+    "MIN_REVIEWERS",
+    "default_labels",
+    "gate",
+    "gate_replies",
+    "require_output",
+]
+
+#: What every face says of an output that holds nothing but whitespace.
+EMPTY_OUTPUT = "the output under review is empty; there is nothing to verify"
+
+
+def require_output(output: str) -> None:
+    """An empty output cannot be reviewed: a PASS of nothing says nothing
+    about anything, so the gate and a run's opening refuse it alike, as bad
+    input (exit 2)."""
+    if not output.strip():
+        raise InputError(EMPTY_OUTPUT)
 
 
 def default_labels(n: int) -> list[str]:
@@ -49,7 +68,10 @@ def gate(
     min_reviewers: int = MIN_REVIEWERS,
 ) -> GateResult:
     """Gate one round. `results[i]` is reviewer i's validated reply, or None
-    when that reviewer sent nothing; `expected` pads missing slots."""
+    when that reviewer sent nothing; `expected` pads missing slots. An empty
+    `output` is refused (`require_output`); None means quotes go unchecked."""
+    if output is not None:
+        require_output(output)
     slots = max(len(results), expected or 0, min_reviewers)
     labels = list(labels) if labels is not None else []
     if len(labels) > slots or len(set(labels)) != len(labels):

@@ -43,7 +43,7 @@ from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
 from santa_method.headless.reviewing import LoopRun, models_for, resolve_backend
-from santa_method.state import locks, runs
+from santa_method.state import locks, runs, sources
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
 from santa_method.state.model.run import Target
@@ -399,7 +399,7 @@ async def _drive(
             run.spend(record.tokens, record.cost_usd, logged=True)
             records.append(record)
         last_round_cost = (run.cost or 0.0) - cost_before
-        gate = runs.gate_run(run_id)
+        gate = runs.gate_run(run_id, checks=sources.LOOP)
         round_record = RoundRecord(
             round=opened.round,
             verdict=gate.verdict,

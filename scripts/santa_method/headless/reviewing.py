@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from santa_method.core import reask
 from santa_method.core.errors import BackendError, InputError
-from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
+from santa_method.core.review import validate_object, validate_reply
 from santa_method.core.schema import strict_schema
 from santa_method.core.types import Rubric, ValidationResult
 from santa_method.headless.backends.base import (
@@ -32,8 +33,6 @@ from santa_method.headless.backends.base import (
 from santa_method.headless.backends.checked import ask_review
 from santa_method.headless.options import EventHook
 from santa_method.headless.results import ReviewerRecord, RoundRecord
-
-MAX_REASKS = 2
 
 
 def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
@@ -180,7 +179,7 @@ class LoopRun:
         tokens, cost = Tokens(), 0.0
         cost_known = True
         waited = 0.0
-        invalid_asks = quote_asks = 0
+        asks = reask.Asks()
         self.emit("reviewer_start", label=label, model=model)
         while True:
             request = ReviewRequest(
@@ -215,29 +214,12 @@ class LoopRun:
             result = self._validate(reply, output, canary)
             if reply.failure:
                 break
-            if not result.valid and invalid_asks < MAX_REASKS:
-                invalid_asks += 1
-                feedback = (
-                    "Your reply is not a valid review:\n- "
-                    + "\n- ".join(result.errors)
-                    + "\nReply again with the corrected review JSON only."
-                )
-                followups.append(FollowUp(text, feedback))
-                self.emit("reviewer_reask", label=label, errors=list(result.errors))
+            ask = reask.next_ask(result, asks)
+            if ask is not None:
+                asks = ask.asks
+                followups.append(FollowUp(text, ask.feedback))
+                self.emit("reviewer_reask", label=label, errors=list(ask.reasons))
                 continue
-            if result.valid and result.review is not None and quote_asks < 1:
-                messages = unverified_quote_messages(result.review)
-                if messages:
-                    quote_asks += 1
-                    feedback = (
-                        "Some quotes are not in the output under review:\n- "
-                        + "\n- ".join(messages)
-                        + "\nQuote exactly or withdraw each such issue, and reply with the whole "
-                        "review JSON again."
-                    )
-                    followups.append(FollowUp(text, feedback))
-                    self.emit("reviewer_reask", label=label, errors=messages)
-                    continue
             break
         record = ReviewerRecord(
             label=label,

@@ -17,7 +17,7 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
-from santa_method.state import locks, unreadable
+from santa_method.state import late, locks, unreadable, waiting
 from santa_method.state import log as runlog
 from santa_method.state.atomic import is_temporary
 from santa_method.state.fixes import check_changed, fix_report, needs_input
@@ -45,11 +45,17 @@ def _round_iteration(event: str, iteration: Any, current: int) -> int:
 
 
 def _check_ship(state: RunState) -> None:
-    """Ship only what a NICE gate saw: every expected slot a valid PASS, and
-    the target still the content that was reviewed."""
+    """Ship only what a NICE gate saw: every expected slot a valid PASS, no
+    reviewer started for the round still out and no FAIL since, and the
+    target still the content that was reviewed."""
     run_id = state.id
     current = state.rounds[-1]
     last = state.last_gate
+    if still := waiting.awaited(current):
+        names = "; ".join(a.phrase() for a in still)
+        raise RefusedError(f"run {run_id} cannot ship: a reviewer has not replied yet ({names})")
+    if stale := late.stale_gate(state):
+        raise RefusedError(f"run {run_id} cannot ship: {stale}")
     if not last or last.round != current.round or last.verdict != "NICE":
         said = f"said {last.verdict} (next: {last.next})" if last else "never happened"
         raise RefusedError(f"run {run_id} cannot ship: its last gate {said}, not NICE")

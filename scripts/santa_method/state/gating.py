@@ -5,11 +5,16 @@ rubric, the reviewed output, the assignment) and refuses any the helper
 did not write. Each reply must be its own reviewer's: the run's source
 vouches for that (`state/sources.py`); one agent or one transcript fills one
 slot at most, and one review file cannot count as two reviewers.
+
+Inside Claude Code the gate does not judge while a reviewer started for the
+round may still reply (`state/waiting.py`: it answers `next: wait`); a
+reviewer past its deadline counts as missing. An extra reply that is a
+valid FAIL counts like a slot's; the others are named, not counted, and a
+round whose gate a late FAIL overturned is gated again (`state/late.py`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,19 +24,18 @@ from santa_method.core.files import MAX_REVIEW_BYTES, read_text
 from santa_method.core.gate import gate
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, Rubric, ValidationResult
+from santa_method.state import late, sources, waiting
 from santa_method.state import log as runlog
-from santa_method.state import sources
 from santa_method.state.fixes import write_fixer
-from santa_method.state.model.run import Escalation, Gate, LastGate, RunState, Slot
+from santa_method.state.model.run import Escalation, Gate, LastGate, Round, RunState, Slot
 from santa_method.state.rounds import assignment_intact
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
     check_log_path,
-    checked_file,
+    judged_files,
     locked_state,
     log_record,
     now,
-    run_dir,
     save_state,
 )
 from santa_method.state.unreviewed import put_back
@@ -59,7 +63,9 @@ def _fill_from_files(state: RunState, files: Sequence[str], labels: Sequence[str
         )
 
 
-def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> str | None:
+def _provenance_problem(
+    state: RunState, slot: Slot, seen: dict[str, str], checks: sources.Checks
+) -> str | None:
     """Why a slot's reply cannot count as its own reviewer's, or None.
 
     In every source one agent, or one transcript, fills one slot at most;
@@ -68,7 +74,7 @@ def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> st
     for key in _reviewer_keys(slot):
         if key in seen:
             return f"the same reviewer already fills slot {seen[key]}"
-    return sources.provenance_problem(state, slot)
+    return sources.provenance_problem(state, slot, checks)
 
 
 def _reviewer_keys(slot: Slot) -> list[str]:
@@ -76,17 +82,25 @@ def _reviewer_keys(slot: Slot) -> list[str]:
     return [k for k in (slot.agent_id, slot.transcript_source or slot.transcript_path) if k]
 
 
-def _validate_slots(state: RunState, rubric: Rubric, output: str) -> list[ValidationResult | None]:
-    """Each slot's validation; anything that makes a reply untrustworthy makes it invalid."""
+def _validate_slots(
+    state: RunState,
+    rubric: Rubric,
+    output: str,
+    checks: sources.Checks,
+    extras: Sequence[tuple[str, Slot]] = (),
+) -> list[ValidationResult | None]:
+    """Each slot's validation, then each extra reply's; anything that makes a
+    reply untrustworthy makes it invalid."""
     current = state.rounds[-1]
     results: list[ValidationResult | None] = []
     seen_agents: dict[str, str] = {}
     seen_reviews: dict[Any, str] = {}
-    for label, slot in current.slots.items():
+    overdue = waiting.missing(current)
+    for label, slot in [*current.slots.items(), *extras]:
         if slot is None:
-            results.append(None)
+            results.append(ValidationResult(False, (overdue[label],)) if label in overdue else None)
             continue
-        problem = _provenance_problem(state, slot, seen_agents)
+        problem = _provenance_problem(state, slot, seen_agents, checks)
         for key in _reviewer_keys(slot):
             seen_agents.setdefault(key, label)
         if slot.failed:
@@ -117,13 +131,14 @@ def _validate_slots(state: RunState, rubric: Rubric, output: str) -> list[Valida
 def gate_run(
     run_id: str,
     *,
+    checks: sources.Checks,
     iteration: int | None = None,
     review_files: Sequence[str] = (),
     labels: Sequence[str] | None = None,
     log_path: str | None = None,
 ) -> GateResult:
-    """Gate the current round of a run and decide what comes next."""
-    from santa_method.core.rubric import rubric_from_json, rubric_hash
+    """Gate the current round of a run and decide what comes next; `checks`
+    are the gating face's provenance checks (state/sources.py)."""
 
     with locked_state(run_id) as state:
         check_log_path(state, log_path)
@@ -132,39 +147,46 @@ def gate_run(
         current = state.rounds[-1]
         if iteration is not None and iteration != current.round:
             raise RefusedError(f"only the current round ({current.round}) can be gated")
-        if not current.open:
+        if not current.open and late.stale_gate(state) is None:
             said = state.last_gate.next if state.last_gate is not None else "none"
             raise RefusedError(
                 f"round {current.round} of run {run_id} was gated already "
                 f"(next: {said}); a round is gated once per opening"
             )
+        if current.open and (still := waiting.awaited(current)):
+            raise waiting.StillReviewing(run_id, current.round, still)
         if review_files:
             _fill_from_files(state, review_files, labels)
         elif labels is not None:
             raise InputError("--labels goes with review files")
-        folder = run_dir(run_id)
-        rubric = rubric_from_json(json.loads(checked_file(folder / "rubric.json", None, "rubric")))
-        if rubric_hash(rubric) != state.rubric_hash:
-            raise RefusedError(
-                "the run's rubric (rubric.json) was changed after the run opened; start a new run"
-            )
-        output = checked_file(
-            folder / f"round-{current.round}" / "output.txt",
-            current.output_sha256,
-            "reviewed output",
-        )
+        rubric, output = judged_files(state, current)
         slot_labels = list(current.slots)
         standing = {label for label in slot_labels if slot_stands(current.slots[label])}
+        unseen = late.unseen(state)
+        extras = [(label, extra) for r, label, extra in unseen if r is current]
 
-        results = _validate_slots(state, rubric, output)
+        checked = _validate_slots(state, rubric, output, checks, extras)
         if not assignment_intact(current):
             # What the reviewers read is not what the helper wrote: no reply
             # of this round can count, standing ones included.
-            results = [
+            checked = [
                 ValidationResult(False, ("the assignment file was changed after the round opened",))
-                for _ in slot_labels
+                for _ in checked
             ]
-        core = gate(results, slot_labels, output=output, expected=state.reviewers)
+        results = checked[: len(slot_labels)]
+        # An extra reply counts only as a valid FAIL: it can stop a NICE, never make one.
+        counted = [
+            (label, result)
+            for (label, _), result in zip(extras, checked[len(slot_labels) :], strict=True)
+            if result is not None and result.valid and result.verdict == "FAIL"
+        ]
+        core = gate(
+            [*results, *(result for _, result in counted)],
+            [*slot_labels, *(label for label, _ in counted)],
+            output=output,
+            expected=state.reviewers,
+        )
+        extra_replies = _extra_replies(current, unseen, checked[len(slot_labels) :], counted)
 
         new_costs = [
             runlog.as_number(slot.cost_usd if slot is not None else None)
@@ -194,10 +216,13 @@ def gate_run(
 
         current.open = False
         for outcome in core.reviews:
-            slot = current.slots[outcome.label]
+            slot = current.slots.get(outcome.label) or current.extras.get(outcome.label)
             if slot is not None:
                 slot.gated_valid = outcome.valid
                 slot.gated_verdict = outcome.verdict
+        for (_, _, named), seen in zip(unseen, extra_replies, strict=True):
+            if named.gated_valid is None:  # named by this gate, never again
+                named.gated_valid, named.gated_verdict = seen["valid"], seen["verdict"]
         reasons = list(core.reasons) + list(decision.reasons)
         record = Gate(
             round=current.round,
@@ -213,6 +238,8 @@ def gate_run(
         state.last_gate = LastGate(current.round, core.verdict, decision.next)
 
         result_extra: dict[str, Any] = {"run_id": run_id, "round": current.round}
+        if extra_replies:
+            result_extra["extra_replies"] = extra_replies
         if decision.next == "fix":
             result_extra.update(write_fixer(state, output, core.issues))
         elif decision.next == "rereview":
@@ -232,8 +259,10 @@ def gate_run(
         save_state(state)
         for outcome in core.reviews:
             review = outcome.review
-            held = current.slots[outcome.label]
+            held = current.slots.get(outcome.label) or current.extras.get(outcome.label)
             extra: dict[str, Any] = {}
+            if outcome.label in current.extras:
+                extra["extra"] = True
             if outcome.label in standing:
                 extra["standing"] = True
             elif held is not None:
@@ -270,10 +299,11 @@ def gate_run(
             next=decision.next,
             issues=[i.to_json() for i in record.issues],
             agreement=core.agreement,
-            reviewers=slot_labels,
+            reviewers=[o.label for o in core.reviews],
             valid_reviewers=[o.label for o in core.reviews if o.valid],
             reasons=reasons,
             rereview=current.rereviews,
+            **({"extra_replies": extra_replies} if extra_replies else {}),
         )
 
         if decision.next == "escalate":
@@ -293,3 +323,35 @@ def gate_run(
         tuple(reasons),
         result_extra,
     )
+
+
+def _extra_replies(
+    current: Round,
+    unseen: Sequence[tuple[Round, str, Slot]],
+    checked: Sequence[ValidationResult | None],
+    counted: Sequence[tuple[str, ValidationResult]],
+) -> list[dict[str, Any]]:
+    """What the gate says about every extra reply no gate has seen: the
+    current round's as it judged them, an earlier round's as the hook did."""
+    counted_labels = {label for label, _ in counted}
+    results = iter(checked)
+    told = []
+    for r, label, extra in unseen:
+        verdict: str | None
+        if r is current:
+            result = next(results)
+            valid = result is not None and result.valid
+            verdict = result.verdict if result is not None else None
+        else:
+            valid, verdict = not extra.failed, extra.verdict
+        told.append(
+            late.entry(
+                r,
+                label,
+                extra,
+                valid=valid,
+                verdict=verdict,
+                counted=r is current and label in counted_labels,
+            )
+        )
+    return told

@@ -6,12 +6,13 @@ batch workers) and partial damage. Every writer takes an exclusive `flock`
 on the file and emits the whole line with one `os.write` on an `O_APPEND`
 descriptor, so lines never interleave and none is lost; readers take a
 shared lock, and a damaged line is reported and skipped, never fatal.
-Strings are redacted (`state.redact`) before they reach the disk; the
+Strings are redacted (`core.redact`) before they reach the disk; the
 structural fields in `STRUCTURAL_FIELDS` are written verbatim so ids and
-hashes stay joinable. A merged issue's `key` embeds its quote case-folded,
-where a detector may no longer recognise a secret; so when redaction changed
-any field of an object that has a `key`, the key is replaced by
-`<criterion>|redacted:<sha256 prefix>`, still stable across rounds.
+hashes stay joinable. An issue's `key` is built so that redaction leaves
+it as it is (`core.merge.issue_key`), so the log's keys are the run
+state's; a `key` that redaction would still change (one an older santa
+wrote, or one given by hand with a waive) is sealed whole,
+`<criterion>|redacted:<sha256 prefix>` (`core.merge.seal_key`), not cut.
 
 Every record has `ts` (UTC ISO-8601, set by `append`), `run_id`, `event`
 and `iteration` (the round, from 1; `null` or free-form for events not tied
@@ -49,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -60,8 +60,9 @@ from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.core.files import check_file, path_kind
+from santa_method.core.merge import seal_key
+from santa_method.core.redact import redact
 from santa_method.state import fastjson
-from santa_method.state.redact import redact
 
 EVENTS = frozenset(
     {"run", "review", "gate", "fix", "ship", "escalate", "escape", "waive", "generate"}
@@ -205,12 +206,10 @@ def _protect_keys(original: Any, redacted: Any) -> Any:
     if isinstance(original, dict) and isinstance(redacted, dict):
         out = {k: _protect_keys(original[k], v) for k, v in redacted.items()}
         key = original.get("key")
-        changed = any(original[k] != v for k, v in redacted.items() if k != "key")
-        if isinstance(key, str) and key and changed:
-            digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if isinstance(key, str) and isinstance(out.get("key"), str) and out["key"] != key:
             criterion = original.get("criterion")
             prefix = criterion if isinstance(criterion, str) else key.split("|", 1)[0]
-            out["key"] = f"{redact(prefix)}|redacted:{digest}"
+            out["key"] = seal_key(prefix, out["key"])  # sealed from its redacted form
         return out
     if isinstance(original, list | tuple) and isinstance(redacted, list | tuple):
         return type(redacted)(_protect_keys(o, r) for o, r in zip(original, redacted, strict=True))

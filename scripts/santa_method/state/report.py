@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.files import read_exact
+from santa_method.core.redact import redact
 from santa_method.state import log as runlog
 from santa_method.state import unreadable
 from santa_method.state.atomic import replace_text
 from santa_method.state.history import outcome
-from santa_method.state.redact import redact
 from santa_method.state.store import StateUnreadable, load_state, run_dir
 from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix

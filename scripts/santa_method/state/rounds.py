@@ -26,9 +26,9 @@ from santa_method.core import assignments, numbers
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.escalation import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.files import read_exact
-from santa_method.core.gate import default_labels
+from santa_method.core.gate import EMPTY_OUTPUT, default_labels, require_output
 from santa_method.core.types import Rubric
-from santa_method.state import sources
+from santa_method.state import late, sources, waiting
 from santa_method.state.atomic import replace_text
 from santa_method.state.model.run import Round, RunState, Target
 from santa_method.state.paths import default_log_path, ensure_santa_dir
@@ -108,8 +108,8 @@ def assignment_intact(r: Round) -> bool:
 
 
 def _write_round(folder: Path, state: RunState, number: int, output: str) -> Round:
-    if not output.strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    if not output.strip():  # a fixer emptied it: the run cannot go on (and escalates)
+        raise RefusedError(EMPTY_OUTPUT)
     spec = checked_file(folder / "spec.md", state.spec_sha256, "spec")
     # The boundary stays the same for the whole run so the shared prefix is
     # byte-identical across rounds (prompt caches); a fix that put it into
@@ -134,6 +134,7 @@ def _write_round(folder: Path, state: RunState, number: int, output: str) -> Rou
         capacity=len(labels),
         spawned=0,
         slots=dict.fromkeys(labels),
+        spawns=[],
     )
     body = _assignment_body(folder, state, r)
     replace_text(path, body)
@@ -181,14 +182,12 @@ def start_run(
     if not spec.strip():
         raise InputError("the spec is empty; say what the output must do")
     work_dir = cwd or str(Path.cwd())
-    if not read_target(target).strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    require_output(read_target(target))
     run_pre_check(pre_check, work_dir)
     # Read after the pre-check, as every later round is: a pre-check that
     # rewrites files (a formatter) shapes what round 1 reviews.
     output = read_target(target)
-    if not output.strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    require_output(output)
     ensure_santa_dir()
     run_id = run_id or new_run_id()
     folder = run_dir(run_id)
@@ -273,6 +272,8 @@ def _next_round_check(state: RunState) -> str:
             f"round {current.round} of run {state.id} has not been gated yet; "
             f"run 'santa gate --run {state.id}' first"
         )
+    if stale := late.stale_gate(state):
+        raise RefusedError(stale)
     if last.next == "rereview":
         if current.rereviews >= MAX_REREVIEWS:
             raise RefusedError(f"round {current.round} has had {MAX_REREVIEWS} re-reviews already")
@@ -345,9 +346,11 @@ def describe(run_id: str) -> dict[str, Any]:
     last = state.last_gate
     filled = [label for label, slot in current.slots.items() if slot is not None]
     empty = [label for label, slot in current.slots.items() if slot is None]
+    stale = late.stale_gate(state)
+    still = waiting.awaited(current) if current.open and state.status == "open" else []
     if state.status != "open":
         step = None
-    elif current.open:
+    elif current.open or stale:
         step = f"santa gate --run {run_id}"
     elif last and last.next == "fix":
         fixed = any(f.after_round == current.round for f in state.fixes)
@@ -373,5 +376,8 @@ def describe(run_id: str) -> dict[str, Any]:
         "last_gate": None if last is None else last.to_json(),
         "instruction": current.instruction if current.open and state.status == "open" else None,
         "fixer_instruction": state.fixer.instruction if state.fixer is not None else None,
+        "waiting": [a.to_json() for a in still],
+        "waiting_for": [f"waiting for {a.phrase()}" for a in still],
+        "stale_gate": stale,
         "next_step": step,
     }

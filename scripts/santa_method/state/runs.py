@@ -9,6 +9,8 @@ without a NICE gate. Every transition checks the state first and refuses
 - `target`: what is reviewed (a file or a git diff) and the pre-check;
 - `rounds`: opening round 1, the next round, a re-review; where a run stands;
 - `slots`: reviewer spawns and the reply store;
+- `waiting`: the reviewers started and not heard from yet, and their deadline;
+- `late`: replies no slot can take, and what they count for;
 - `gating`: gating a round and deciding what comes next;
 - `fixes`: the fixer's assignment and report;
 - `events`: ship, fix, escalate, escape, waive, generate;
@@ -28,8 +30,11 @@ from santa_method.state.rounds import RoundOpened, describe, next_round, reopen,
 from santa_method.state.slots import (
     FIX_MARKER,
     REVIEW_MARKER,
+    Stored,
     find_round,
+    keep_reply,
     reserve_reviewer,
+    round_of_reply,
     store_reply,
 )
 from santa_method.state.store import (
@@ -52,8 +57,10 @@ from santa_method.state.target import (
     target_name,
     working_copy,
 )
+from santa_method.state.waiting import DEADLINE_MINUTES, StillReviewing, wait_step
 
 __all__ = [
+    "DEADLINE_MINUTES",
     "FIXER_REPLY",
     "FIX_MARKER",
     "LOGGABLE",
@@ -61,6 +68,8 @@ __all__ = [
     "REVIEW_MARKER",
     "STATE_VERSION",
     "RoundOpened",
+    "StillReviewing",
+    "Stored",
     "as_number",
     "check_rev",
     "describe",
@@ -68,6 +77,7 @@ __all__ = [
     "fixer_open",
     "gate_run",
     "is_run_id",
+    "keep_reply",
     "last_flags",
     "list_run_ids",
     "load_state",
@@ -80,6 +90,7 @@ __all__ = [
     "record_fixer_reply",
     "reopen",
     "reserve_reviewer",
+    "round_of_reply",
     "run_dir",
     "runs_dir",
     "save_state",
@@ -87,5 +98,6 @@ __all__ = [
     "start_run",
     "store_reply",
     "target_name",
+    "wait_step",
     "working_copy",
 ]

@@ -5,17 +5,33 @@ headless loop) finds the round from the reviewer's exact instruction,
 reserves a spawn, and stores the reply in the first open slot; one agent
 fills at most one slot. A slot the last gate found valid stands across a
 re-review.
+
+Inside Claude Code a reviewer may reply after its round was gated, or when
+every slot already has a reply (it was started in the background, the
+round went on without it). Its reply is still its round's: it is kept as an
+extra reply (`state/late.py` says what it counts for), never dropped; only
+a reply no started reviewer is left to answer is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.state import late, waiting
 from santa_method.state.atomic import replace_bytes
-from santa_method.state.model.run import RunState, Slot
-from santa_method.state.store import RUN_ID, load_state, locked_state, now, run_dir
+from santa_method.state.log import parse_ts
+from santa_method.state.model.run import Round, RunState, Slot
+from santa_method.state.store import (
+    RUN_ID,
+    agent_file_name,
+    load_state,
+    locked_state,
+    now,
+    run_dir,
+)
 
 REVIEW_MARKER = "santa-method review, run "
 
@@ -51,6 +67,23 @@ def find_round(instruction: str) -> tuple[str, int] | None:
     if current.instruction != instruction.strip():
         return None
     return state.id, current.round
+
+
+def round_of_reply(instruction: str) -> tuple[str, int] | None:
+    """The run and round whose reviewer instruction is exactly `instruction`,
+    whatever the run's status and however far it has gone since: a reply
+    belongs to the round its reviewer was started for."""
+    run_id = run_of(instruction, REVIEW_MARKER)
+    if run_id is None:
+        return None
+    try:
+        state = load_state(run_id)
+    except InputError:
+        return None
+    for r in state.rounds:
+        if r.instruction == instruction.strip():
+            return state.id, r.round
+    return None
 
 
 def _accepting(state: RunState, round_number: int) -> str | None:
@@ -92,6 +125,8 @@ def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = N
         current.spawned += 1
         if tool_use_id:
             seen.append(tool_use_id)
+        if state.source == "hook":
+            waiting.record_start(current, tool_use_id)
         return None
 
 
@@ -102,8 +137,8 @@ def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str)
     original cannot change what was judged."""
     if not source:
         return None
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
-    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{safe}.jsonl"
+    name = agent_file_name(agent_id)
+    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{name}.jsonl"
     try:
         data = Path(source).read_bytes()
     except OSError:
@@ -111,6 +146,15 @@ def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str)
     target.parent.mkdir(parents=True, exist_ok=True)
     replace_bytes(target, data)
     return str(target)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Where a reply went: its slot's label, and for a reply no slot could
+    take, what became of it in words (the hook says it out loud)."""
+
+    label: str
+    note: str | None = None
 
 
 def store_reply(
@@ -137,12 +181,54 @@ def store_reply(
     shows what prompt caching saved; `model` and `duration_s` (what wrote
     the reply and how long it took) go there too when known.
     """
+    return keep_reply(
+        run_id,
+        round_number,
+        reply=reply,
+        agent_id=agent_id,
+        transcript_path=transcript_path,
+        failed=failed,
+        errors=errors,
+        tokens=tokens,
+        cost_usd=cost_usd,
+        token_detail=token_detail,
+        model=model,
+        duration_s=duration_s,
+    ).label
+
+
+def keep_reply(
+    run_id: str,
+    round_number: int,
+    *,
+    reply: str,
+    agent_id: str,
+    transcript_path: str,
+    failed: bool = False,
+    errors: Sequence[str] = (),
+    tokens: int | None = None,
+    cost_usd: float | None = None,
+    token_detail: dict[str, int] | None = None,
+    verdict: str | None = None,
+    began: str | None = None,
+    model: str | None = None,
+    duration_s: float | None = None,
+) -> Stored:
+    """Store a reviewer's reply (as `store_reply`), and inside Claude Code
+    keep one that no slot can take as an extra reply of its round.
+
+    `verdict` is the reply's verdict as the hook judged it (valid replies),
+    `began` when the reviewer's transcript began (which start it answers).
+    """
     with locked_state(run_id) as state:
-        why = _accepting(state, round_number)
-        if why:
-            raise RefusedError(f"cannot store the reply: {why}")
-        current = state.rounds[-1]
-        kept = _keep_transcript(run_id, current.round, str(agent_id), str(transcript_path or ""))
+        r = next((x for x in state.rounds if x.round == round_number), None)
+        if r is None:
+            raise RefusedError(f"cannot store the reply: run {run_id} has no round {round_number}")
+        if state.source != "hook":
+            why = _accepting(state, round_number)
+            if why:
+                raise RefusedError(f"cannot store the reply: {why}")
+        kept = _keep_transcript(run_id, r.round, str(agent_id), str(transcript_path or ""))
         slot = Slot(
             reply=reply if isinstance(reply, str) else "",
             agent_id=str(agent_id),
@@ -157,25 +243,62 @@ def store_reply(
             model=model if isinstance(model, str) and model else None,
             duration_s=duration_s,
         )
-        for label, held in current.slots.items():
-            if held is not None and held.agent_id == slot.agent_id:
-                if slot_stands(held):
-                    raise RefusedError(f"reviewer {label}'s reply was already gated")
-                current.slots[label] = slot
-                return label
+        own = _own_place(state, r, slot, verdict)
+        if own is not None:
+            return own
         if state.source == "hook":
-            # Only a reviewer the PreToolUse guard let through may fill a slot:
-            # a reply that arrives without a spawn is not a reviewer's.
-            filled = sum(
-                1 for held in current.slots.values() if held is not None and not slot_stands(held)
-            )
-            if filled >= current.spawned:
-                raise RefusedError(
-                    f"no reviewer was spawned for this reply in round {round_number}; "
-                    "replies count only from reviewers started through the Agent tool"
-                )
-        for label, held in current.slots.items():
+            return _keep_hook_reply(state, r, slot, verdict, began)
+        for label, held in r.slots.items():
             if held is None:
-                current.slots[label] = slot
-                return label
+                r.slots[label] = slot
+                return Stored(label)
         raise RefusedError(f"every reviewer slot of round {round_number} is filled")
+
+
+def _own_place(state: RunState, r: Round, slot: Slot, verdict: str | None) -> Stored | None:
+    """The agent's own earlier reply, replaced (its hook ran again); None if it has none."""
+    for places in (r.slots, r.extras):
+        for label, held in places.items():
+            if held is None or held.agent_id != slot.agent_id:
+                continue
+            extra = places is r.extras
+            if (held.reply, held.failed) == (slot.reply, slot.failed):
+                # The same reply stored twice (plugin and vendored hooks both ran).
+                return Stored(label, late.note(state, r, label, held) if extra else None)
+            if slot_stands(held) or held.gated_valid is not None:
+                raise RefusedError(f"reviewer {label}'s reply was already gated")
+            if extra:
+                slot.why_extra = held.why_extra
+                slot.verdict = verdict if not slot.failed else None
+            places[label] = slot
+            return Stored(label, late.note(state, r, label, slot) if extra else None)
+    return None
+
+
+def _keep_hook_reply(
+    state: RunState, r: Round, slot: Slot, verdict: str | None, began: str | None
+) -> Stored:
+    """A reply stored by the hook: only a reviewer the PreToolUse guard let
+    start may fill a slot, and one that no slot can take is kept all the same."""
+    if r.spawns is None:
+        # A round opened before starts were recorded: one spawn, one slot.
+        filled = sum(1 for held in r.slots.values() if held is not None and not slot_stands(held))
+        if filled >= r.spawned:
+            raise _no_spawn(r.round)
+    elif waiting.answer(r, str(slot.agent_id), parse_ts(began)) is None:
+        raise _no_spawn(r.round)
+    why = late.why_extra(state, r)
+    if why is None:
+        label = next(label for label, held in r.slots.items() if held is None)
+        r.slots[label] = slot
+        return Stored(label)
+    slot.verdict = verdict if not slot.failed else None
+    label = late.keep(state, r, slot, why)
+    return Stored(label, late.note(state, r, label, slot))
+
+
+def _no_spawn(round_number: int) -> RefusedError:
+    return RefusedError(
+        f"no reviewer was spawned for this reply in round {round_number}; "
+        "replies count only from reviewers started through the Agent tool"
+    )

@@ -61,6 +61,14 @@ def first_prompt(records: Iterable[Mapping[str, Any]]) -> str | None:
     return None
 
 
+def began(records: Iterable[Mapping[str, Any]]) -> str | None:
+    """When the agent began, as Claude Code stamped its first record (ISO 8601)."""
+    for record in records:
+        stamp = record.get("timestamp")
+        return stamp if isinstance(stamp, str) else None
+    return None
+
+
 def _blocks(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     message = record.get("message")
     content = message.get("content") if isinstance(message, Mapping) else None

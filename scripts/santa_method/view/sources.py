@@ -8,7 +8,7 @@ and the reviewers' words behind each check.
 
 Redaction: the log is redacted as it is written (`state.log.append`), so
 its records are shown as they are. Run and batch folders are not: every
-text read from them passes through `state.redact` here, before any page
+text read from them passes through `core.redact` here, before any page
 sees it. Redaction is slow (every detector runs on every line: about
 0.1 ms a line here), so the folder texts of only the newest runs are read,
 up to `TEXT_BUDGET` characters and `LINE_BUDGET` lines (about a second),
@@ -27,6 +27,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.redact import redact, redact_text
 from santa_method.state import log as runlog
 from santa_method.state.metrics import (
     RunView,
@@ -38,7 +39,6 @@ from santa_method.state.metrics import (
 from santa_method.state.model.batch import BatchState
 from santa_method.state.model.reading import StateError
 from santa_method.state.model.run import RunState, Slot
-from santa_method.state.redact import redact, redact_text
 from santa_method.state.runs import is_run_id
 
 #: Characters of run-folder text (outputs, specs, reviewers' details) read per page.

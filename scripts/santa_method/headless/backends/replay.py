@@ -166,7 +166,7 @@ class Recorder:
         (every reviewer of a run shares the same long prefix)."""
         if self.warnings:
             return
-        from santa_method.state.redact import find_secrets
+        from santa_method.core.redact import find_secrets
 
         for where, texts in (("a request", asked), ("a reply", said)):
             for text in texts:

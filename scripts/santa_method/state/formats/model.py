@@ -26,12 +26,12 @@ from typing import Any
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import Place, changed_paths, places_of
-from santa_method.core.merge import issue_key
+from santa_method.core.merge import readable_key
+from santa_method.core.redact import redact, redact_text
 from santa_method.core.types import Criterion, Issue
 from santa_method.state import batches, store
 from santa_method.state import report as run_report
 from santa_method.state.model.run import RunState
-from santa_method.state.redact import redact, redact_text
 from santa_method.state.rounds import describe
 from santa_method.state.target import target_name
 
@@ -194,7 +194,7 @@ def fingerprint(
     """Stable across rounds and runs: the file, the primary criterion and the
     evidence (normalised as the gate compares it), never a line number, so a
     problem that recurs after an edit is still the same alert."""
-    key = issue_key(Issue(criterion, issue, quote, missing))
+    key = readable_key(Issue(criterion, issue, quote, missing))
     return hashlib.sha256(f"{path}\0{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 

@@ -92,6 +92,11 @@ class Slot:
     """The model that wrote the reply, as its backend or transcript says."""
     duration_s: float | None = None
     """How long the reviewer took (every ask of it), when known."""
+    verdict: str | None = None
+    """The verdict of a valid reply as the hook judged it when it stored it
+    (set for a reply no slot could take, whose count depends on it)."""
+    why_extra: str | None = None
+    """Why the reply is extra: no slot could take it when it arrived."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"reply": self.reply}
@@ -117,6 +122,9 @@ class Slot:
         data["stored"] = self.stored
         if self.gated_valid is not None:
             data.update(gated_valid=self.gated_valid, gated_verdict=self.gated_verdict)
+        for key in ("verdict", "why_extra"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
         return data
 
     @classmethod
@@ -140,6 +148,40 @@ class Slot:
             gated_verdict=opt_str(d, "gated_verdict", w),
             model=opt_str(d, "model", w),
             duration_s=_duration(d, w),
+            verdict=opt_str(d, "verdict", w),
+            why_extra=opt_str(d, "why_extra", w),
+        )
+
+
+@dataclass
+class Spawn:
+    """One reviewer the PreToolUse guard let start (inside Claude Code): when,
+    in which opening of its round (`opening`: the round's re-reviews then),
+    the Agent call's id, and the reviewer whose reply answered it."""
+
+    at: str
+    opening: int
+    id: str | None = None
+    agent_id: str | None = None
+    answered: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "opening": self.opening,
+            "id": self.id,
+            "agent_id": self.agent_id,
+            "answered": self.answered,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], w: str) -> Spawn:
+        return cls(
+            at=str_(d, "at", w),
+            opening=int_(d, "opening", w, 0),
+            id=opt_str(d, "id", w),
+            agent_id=opt_str(d, "agent_id", w),
+            answered=opt_str(d, "answered", w),
         )
 
 
@@ -231,6 +273,12 @@ class Round:
     assignment_sha256: str | None = None
     spawn_ids: list[str] | None = None
     """Inside Claude Code: the reviewer spawns the guard let through."""
+    spawns: list[Spawn] | None = None
+    """Inside Claude Code: every reviewer the guard let start for this round,
+    in all its openings (None in rounds older than the record)."""
+    extras: dict[str, Slot] = field(default_factory=dict)
+    """Replies from reviewers let start for this round that no slot could
+    take (every slot had a reply, or the round was gated), by label."""
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -252,6 +300,10 @@ class Round:
             data["assignment_sha256"] = self.assignment_sha256
         if self.spawn_ids is not None:
             data["spawn_ids"] = list(self.spawn_ids)
+        if self.spawns is not None:
+            data["spawns"] = [s.to_json() for s in self.spawns]
+        if self.extras:
+            data["extras"] = {k: s.to_json() for k, s in self.extras.items()}
         return data
 
     @classmethod
@@ -280,7 +332,24 @@ class Round:
             ],
             assignment_sha256=opt_str(d, "assignment_sha256", w),
             spawn_ids=opt_strs(d, "spawn_ids", w),
+            spawns=None
+            if d.get("spawns") is None
+            else [
+                Spawn.from_json(s, f"{w}.spawns[{n}]")
+                for n, s in enumerate(list_(d, "spawns", w, of=dict))
+            ],
+            extras={
+                label: Slot.from_json(s, f"{w}.extras[{label!r}]")
+                for label, s in obj(d, "extras", w, {}).items()
+                if _is_slot(s, f"{w}.extras[{label!r}]")
+            },
         )
+
+
+def _is_slot(value: Any, w: str) -> bool:
+    if not isinstance(value, dict):
+        raise StateError(f"{w} is not an object")
+    return True
 
 
 @dataclass
