@@ -16,7 +16,7 @@ from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.core.errors import RefusedError
-from santa_method.core.escalation import decide, recurring_flags
+from santa_method.core.escalation import CHECK_ONLY, MAX_REREVIEWS, decide, recurring_flags
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
 from santa_method.state import runs
@@ -88,11 +88,43 @@ LICENSE = {"criterion": "completeness", "issue": "No license", "missing": "Licen
 SPEED = {"criterion": "no-hallucination", "issue": "Unsupported claim", "quote": "fastest counter"}
 
 
-def test_cap_with_max_fixes_0(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_check_only_run_reports_its_problems_and_escalates_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """max_fixes 0 is a check: problems end it NAUGHTY, outcome reported."""
     opened = start(capsys, "tally, version 2.0\n", "--source", "files", "--max-fixes", "0")
+    run_id = opened["run_id"]
     result = gate(project, opened, V20)
-    assert_escalated(project, opened["run_id"], result, "fixes exhausted (0 of 0 used)")
+    assert (result.verdict, result.next) == ("NAUGHTY", "report")
     assert "fixer_instruction" not in result.extra
+    assert "fixes exhausted" not in " ".join(result.reasons)
+    assert runs.load_state(run_id).status == "reported"
+    report = project / ".santa" / "runs" / run_id / "report.md"
+    assert result.extra["report"] == str(report)
+    text = report.read_text()
+    assert "A check only" in text and "escalation report" not in text and "Wrong version" in text
+    events = [
+        r for r in runlog.read(project / ".santa" / "log.jsonl").records if r["run_id"] == run_id
+    ]
+    assert events[-1]["event"] == "gate" and events[-1]["next"] == "report"
+    assert not [r for r in events if r["event"] == "escalate"]
+    with pytest.raises(RefusedError):
+        runs.next_round(run_id)
+
+
+def test_a_check_only_run_without_valid_reviews_still_escalates() -> None:
+    """Nothing was checked, so nothing can be reported: a person looks."""
+    decision = decide(
+        "rereview",
+        round_number=1,
+        max_fixes=0,
+        earlier_flags=[],
+        current_flags=[],
+        rereviews=MAX_REREVIEWS,
+    )
+    assert decision.next == "escalate"
+    found = decide("fix", round_number=1, max_fixes=0, earlier_flags=[], current_flags=[])
+    assert (found.next, found.reasons) == ("report", (CHECK_ONLY,))
 
 
 def test_cap_with_max_fixes_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -275,7 +275,7 @@ def test_a_teams_committed_log_merges_without_conflict_or_doubled_records(repo: 
         return json.loads(done.stdout)
 
     metrics = santa("metrics")
-    assert metrics["runs"] == {"total": 4, "shipped": 4, "escalated": 0, "open": 0}
+    assert metrics["runs"] == {"total": 4, "shipped": 4, "escalated": 0, "reported": 0, "open": 0}
     assert metrics["escape_rate"] == pytest.approx(1 / 4)
     rows = {r["run_id"]: r for r in santa("runs")}
     assert rows[shipped]["escapes"] == 1

@@ -173,7 +173,7 @@ def result(fixture_log: Path) -> dict:
 
 
 def test_outcomes_and_counts(result: dict, fixture_log: Path) -> None:
-    assert result["runs"] == {"total": 6, "shipped": 3, "escalated": 1, "open": 2}
+    assert result["runs"] == {"total": 6, "shipped": 3, "escalated": 1, "reported": 0, "open": 2}
     views = {r.run_id: r for r in runs_from_records(log.read(fixture_log).records)}
     assert {k: v.outcome for k, v in views.items()} == {
         "R1": "shipped",
@@ -292,7 +292,7 @@ def test_since_keeps_whole_runs(fixture_log: Path) -> None:
 
 def test_empty_log_has_no_rates() -> None:
     r = compute([])
-    assert r["runs"] == {"total": 0, "shipped": 0, "escalated": 0, "open": 0}
+    assert r["runs"] == {"total": 0, "shipped": 0, "escalated": 0, "reported": 0, "open": 0}
     for key in ("first_pass_rate", "mean_rounds_to_nice", "escalation_rate", "escape_rate"):
         assert r[key] is None
     assert r["pass_at_k"] == {"1": None, "2": None, "3": None, "4": None}

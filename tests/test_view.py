@@ -135,6 +135,20 @@ def test_a_table_row_says_how_many_problems_and_why_the_run_ended(viewed):
     assert row["stuck"]["ended"].startswith("fixes exhausted")
 
 
+def test_a_check_only_run_s_row_says_it_reported_its_problems(tmp_path, monkeypatch):
+    from santa_method.headless import verify_sync
+
+    isolate(monkeypatch, tmp_path)
+    target = tmp_path / "a.md"
+    target.write_text(vp.README_YEAR)
+    result = verify_sync(
+        vp.SPEC, target, options=VerifyOptions(backend=vp.ScriptedModel(), max_fixes=0)
+    )
+    row = run_of(data_of(tmp_path), result.run_id)
+    assert row["verdict"] == "NAUGHTY" and row["problems"] == [2, 2]
+    assert row["ended"] == "a check (no fixes): problems reported in round 1"
+
+
 def test_a_secret_in_a_reviewer_s_reply_is_redacted_on_the_page(tmp_path, monkeypatch):
     from santa_method.headless import verify_sync
 

@@ -114,7 +114,9 @@ def _print_tables(result: dict[str, Any], path: Any, since: str | None) -> None:
     scope = f" since {since}" if since else ""
     console.print(
         f"{path}{scope}: {count(runs['total'], 'run')}: {runs['shipped']} shipped, "
-        f"{runs['escalated']} escalated, {runs['open']} open",
+        f"{runs['escalated']} escalated, "
+        + (f"{runs['reported']} reported (checks only), " if runs["reported"] else "")
+        + f"{runs['open']} open",
         highlight=False,
         soft_wrap=True,
     )

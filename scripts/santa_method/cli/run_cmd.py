@@ -25,8 +25,10 @@ revision (--against-diff REV), against a spec without Claude Code in the
 loop: independent reviewers (concurrent, each a fresh session) review it
 against the rubric, the gate decides by code, a fixer changes only what was
 flagged in a working copy, and fresh reviewers review again, up to
---max-fixes; then the run ships (NICE) or is escalated with a report. Same
-run state, log and reports as inside Claude Code.
+--max-fixes; then the run ships (NICE) or is escalated with a report. With
+--max-fixes 0 it is a check: problems found end it NAUGHTY with a report
+(outcome reported, not an escalation). Same run state, log and reports as
+inside Claude Code.
 
 Backends and credentials:
   --backend anthropic  the Messages API; needs ANTHROPIC_API_KEY
@@ -44,7 +46,8 @@ One run at a time may fix a file in place: a second --in-place run on the
 same file is refused. A run whose process died is listed by 'santa runs' as
 interrupted; --resume RUN continues it where it stopped.
 
-Exit codes: 0 NICE (shipped), 1 escalated or pre-check failed, 2 bad input,
+Exit codes: 0 NICE (shipped), 1 NAUGHTY (a check's problems reported),
+escalated or pre-check failed, 2 bad input,
 3 the backend failed (no credentials, auth refused, overloaded, timed out).
 The live view goes to stderr, the result to stdout (--json for machines).
 Defaults come from .santa/config.yaml, flags override them.

@@ -51,6 +51,19 @@ def default_labels(n: int) -> list[str]:
     return [letters[i] if i < len(letters) else f"R{i + 2}" for i in range(n)]
 
 
+def all_passed(
+    replies: Sequence[tuple[bool, str | None]], expected: int, minimum: int = MIN_REVIEWERS
+) -> bool:
+    """The one rule of a NICE round, for the gate and for every later check
+    of it (the state's ship, its own sanity check): exactly `expected`
+    replies, at least `minimum`, each (valid, verdict) a valid PASS."""
+    return (
+        expected >= minimum
+        and len(replies) == expected
+        and all(valid and verdict == "PASS" for valid, verdict in replies)
+    )
+
+
 def _outcome(label: str, result: ValidationResult | None) -> ReviewOutcome:
     if result is None:
         return ReviewOutcome(label, False, None, (f"no reply from reviewer {label}",))
@@ -97,8 +110,8 @@ def gate(
             reasons.append(f"reviewer {o.label}'s reply is not a valid review")
         elif o.verdict == "FAIL":
             reasons.append(f"reviewer {o.label} failed the output")
-    nice = not reasons and len(valid) == slots and slots >= min_reviewers
-    if nice:
+    replies = [(o.valid and o.review is not None, o.verdict) for o in outcomes]
+    if all_passed(replies, slots, min_reviewers):
         return GateResult("NICE", "ship", outcomes, (), suggestions, agreement, ())
     # Nothing to fix when every valid reviewer passed: the round failed only
     # because a reply was invalid or missing.

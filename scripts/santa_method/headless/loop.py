@@ -418,6 +418,11 @@ async def _drive(
             return _result(run, run_id, "NICE", working, None, [])
         if gate.next == "escalate":
             return _escalated(run, run_id, working, gate.extra.get("report"), list(gate.reasons))
+        if gate.next == "report":
+            # A check only: its problems are the answer; nothing to rescue.
+            report = gate.extra.get("report")
+            run.emit("report", run_id=run_id, reasons=list(gate.reasons), report=report)
+            return _result(run, run_id, "NAUGHTY", working, report, list(gate.reasons))
         # A budget that cannot be measured cannot be kept: stop, not spend.
         step: Literal["fix", "rereview"] = "fix" if gate.next == "fix" else "rereview"
         reason = budget.next_round(
@@ -605,7 +610,7 @@ def _escalated(
 def _result(
     run: LoopRun,
     run_id: str,
-    verdict: Literal["NICE", "ESCALATED"],
+    verdict: Literal["NICE", "NAUGHTY", "ESCALATED"],
     working: Path | Change,
     report: str | None,
     reasons: list[str],
@@ -619,8 +624,9 @@ def _result(
             # Deleted, or a folder put in its place, after the run ended its
             # rounds: there is no output to answer, only what became of the run.
             lost = f"{working} cannot be read any more ({exc.strerror or exc})"
-            if verdict == "NICE":
-                raise InputError(f"run {run_id} shipped, but {lost}") from None
+            if verdict != "ESCALATED":
+                said = "shipped" if verdict == "NICE" else "reported its problems"
+                raise InputError(f"run {run_id} {said}, but {lost}") from None
             why = "; ".join(reasons)
             raise InputError(
                 f"run {run_id} is escalated: {why if str(working) in why else f'{why}; {lost}'}"

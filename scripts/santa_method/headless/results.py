@@ -68,9 +68,11 @@ class RoundRecord:
 
 @dataclass
 class VerifyResult:
-    """What `verify` answers. `verdict` is NICE only after a NICE gate was logged as shipped."""
+    """What `verify` answers. `verdict` is NICE only after a NICE gate was
+    logged as shipped; NAUGHTY is a check-only run (`max_fixes` 0) that found
+    problems (`outcome` reported); ESCALATED is a run a person takes over."""
 
-    verdict: Literal["NICE", "ESCALATED"]
+    verdict: Literal["NICE", "NAUGHTY", "ESCALATED"]
     run_id: str
     rounds: int
     history: list[RoundRecord]
@@ -90,6 +92,12 @@ class VerifyResult:
     """The recording a replayed run was answered from (no model was called)."""
 
     @property
+    def outcome(self) -> Literal["shipped", "reported", "escalated"]:
+        """How the run ended, as the log, metrics and reports name it."""
+        outcomes = {"NICE": "shipped", "NAUGHTY": "reported", "ESCALATED": "escalated"}
+        return outcomes[self.verdict]  # type: ignore[return-value]
+
+    @property
     def issues(self) -> list[dict[str, Any]]:
         """The problems (merged flags) of the last gate (empty when NICE)."""
         return list(self.history[-1].issues) if self.history else []
@@ -97,6 +105,7 @@ class VerifyResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "outcome": self.outcome,
             "run_id": self.run_id,
             "rounds": self.rounds,
             "issues": self.issues,

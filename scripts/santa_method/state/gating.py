@@ -21,7 +21,7 @@ from typing import Any
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.escalation import decide
 from santa_method.core.files import MAX_REVIEW_BYTES, read_text
-from santa_method.core.gate import gate
+from santa_method.core.gate import all_passed, gate
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, Rubric, ValidationResult
 from santa_method.state import late, sources, waiting
@@ -209,8 +209,7 @@ def gate_run(
         )
         if decision.next == "ship" and (
             core.verdict != "NICE"
-            or len(core.reviews) != state.reviewers
-            or not all(o.valid and o.verdict == "PASS" for o in core.reviews)
+            or not all_passed([(o.valid, o.verdict) for o in core.reviews], state.reviewers)
         ):
             raise RuntimeError("the gate said ship without a valid PASS from every reviewer")
 
@@ -246,6 +245,9 @@ def gate_run(
             result_extra["next_step"] = f"santa round start --run {run_id}"
         elif decision.next == "ship":
             result_extra["next_step"] = f"santa log ship --run {run_id}"
+        elif decision.next == "report":
+            # A check that found problems: done, and nothing for a person to rescue.
+            state.status = "reported"
         elif decision.next == "escalate":
             state.status = "escalated"
             state.escalation = Escalation(current.round, list(decision.reasons))
@@ -309,7 +311,7 @@ def gate_run(
         if decision.next == "escalate":
             log_record(state, "escalate", current.round, reason="; ".join(decision.reasons))
 
-    if decision.next == "escalate":
+    if decision.next in ("escalate", "report"):
         from santa_method.state.report import write_report
 
         result_extra["report"] = str(write_report(run_id))

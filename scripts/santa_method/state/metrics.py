@@ -13,12 +13,14 @@ Definitions (issue 3, item 6), with the choices that make them exact:
   a re-gated round is never counted twice.
 - Outcome: *shipped* if some round's verdict is NICE; else *escalated* if
   the run has an `escalate` record or a gate whose `next` was `escalate`;
-  else *open*.
+  else *reported* if a gate's `next` was `report` (a check-only run that
+  found problems); else *open*.
 - `first_pass_rate`: runs whose round 1 is NICE / runs with a round-1 gate.
 - `pass_at_k` (k = 1..4): runs whose first NICE round is <= k / runs with a
   round-1 gate (so pass@1 equals the first-pass rate).
 - `mean_rounds_to_nice`: mean first NICE round over shipped runs.
-- `escalation_rate`: escalated / (shipped + escalated).
+- `escalation_rate`: escalated / (shipped + escalated): a reported run
+  asked for no fix, so no person had to rescue it.
 - `escape_rate`: shipped runs with an `escape` record / shipped runs.
 - `taxonomy`: the problems (merged flags) of every gated round, counted by
   primary criterion (the one most of its reviewers named), so one defect
@@ -69,7 +71,7 @@ from typing import Any, Literal
 from santa_method.core.gate import default_labels
 from santa_method.state.log import LogRead, parse_ts, validate_record
 
-Outcome = Literal["shipped", "escalated", "open"]
+Outcome = Literal["shipped", "escalated", "reported", "open"]
 KS = (1, 2, 3, 4)
 RECURRING_MIN_RUNS = 3
 #: The method's targets: (metric, comparison, threshold, readable form).
@@ -134,7 +136,7 @@ def _view(run_id: str, records: list[dict[str, Any]]) -> RunView:
     by_event: dict[str, list[dict[str, Any]]] = {}
     seen: dict[Any, dict[str, dict[str, Any]]] = {}
     counted: dict[int, dict[str, dict[str, Any]]] = {}
-    escalated = False
+    escalated = reported = False
     for record in records:
         event = record["event"]
         by_event.setdefault(event, []).append(record)
@@ -147,12 +149,21 @@ def _view(run_id: str, records: list[dict[str, Any]]) -> RunView:
             rounds[iteration] = record
             counted[iteration] = dict(seen.get(iteration, {}))
             escalated = escalated or record.get("next") == "escalate"
+            reported = reported or record.get("next") == "report"
         elif event == "escalate":
             escalated = True
     ordered = dict(sorted(rounds.items()))
     nice = [i for i, gate in ordered.items() if gate.get("verdict") == "NICE"]
     first_nice = nice[0] if nice else None
-    outcome: Outcome = "shipped" if nice else "escalated" if escalated else "open"
+    outcome: Outcome = (
+        "shipped"
+        if nice
+        else "escalated"
+        if escalated
+        else "reported"
+        if reported
+        else "open"
+    )
     return RunView(
         run_id,
         tuple(records),
@@ -186,6 +197,7 @@ def run_counts(runs: Sequence[RunView]) -> dict[str, int]:
         "total": len(runs),
         "shipped": counts["shipped"],
         "escalated": counts["escalated"],
+        "reported": counts["reported"],
         "open": counts["open"],
     }
 

@@ -278,6 +278,15 @@ def to_markdown(report: dict[str, Any]) -> str:
     if cost["usd"] is not None or cost["tokens"] is not None:
         usd = f"${cost['usd']:.4f}" if cost["usd"] is not None else "cost unknown"
         parts.append(f"- cost: {cost['tokens'] or 0} tokens, {usd}")
+    if report["status"] == "reported":
+        parts += [
+            "",
+            "## A check only",
+            "",
+            "This run asked for no fix (max fixes 0): it reports the problems below and ends. "
+            "To have them fixed, run the fix loop on the same target: `santa run` with "
+            "`--max-fixes 1` or more, or `/santa-method:verify` in Claude Code.",
+        ]
     if report["escalation_reasons"]:
         parts += ["", "## Why it escalated", ""]
         parts += [f"- {r}" for r in report["escalation_reasons"]]

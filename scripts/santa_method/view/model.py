@@ -48,7 +48,7 @@ from santa_method.view.sources import (
 #: Bytes of data embedded in one page: every run's row, then the rounds of the
 #: newest runs while they fit (the rest of the page is under 100 KB).
 PAGE_BUDGET = 9_600_000
-VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "open": "open"}
+VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "reported": "NAUGHTY", "open": "open"}
 _CHECK_CODE = {"PASS": "P", "FAIL": "F"}
 _NEEDS_INPUT = re.compile(r"^\s*\d+\s*[.)]\s*needs input\s*:\s*(.+?)\s*$", re.I | re.M)
 
@@ -201,10 +201,12 @@ def run_row(
 
 
 def ended(view: RunView) -> str | None:
-    """Why an escalated run ended, in a few words for the table. (The page
+    """Why an escalated (or reported) run ended, in a few words for the table. (The page
     says it of a shipped or open run itself: a log of 10,000 runs is mostly
     shipped ones.)"""
     last = max(view.rounds, default=0)
+    if view.outcome == "reported":
+        return f"a check (no fixes): problems reported in round {last}"
     if view.outcome != "escalated":
         return None
     reasons = [str(e["reason"]) for e in view.events("escalate") if _str(e.get("reason"))]

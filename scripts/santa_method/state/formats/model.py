@@ -403,9 +403,11 @@ def _unreadable_subject(
 ) -> Subject:
     """A run whose state cannot be read, as its report (`state/report.py`,
     `legacy`) rebuilds it from the log: a verdict and the reasons, no places."""
-    verdict, step = {"shipped": ("NICE", None), "escalated": ("ESCALATED", "escalate")}.get(
-        legacy["status"], ("OPEN", None)
-    )
+    verdict, step = {
+        "shipped": ("NICE", None),
+        "escalated": ("ESCALATED", "escalate"),
+        "reported": ("NAUGHTY", "report"),
+    }.get(legacy["status"], ("OPEN", None))
     why = f"its state cannot be read: {legacy['state_unreadable']}"
     return Subject(
         name=name if name is not None else legacy["target"],
