@@ -357,3 +357,19 @@ def test_readme_has_example_lines_or_none_are_expected() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     if re.search(r"^\s*(\$ )?santa .*examples/", readme, flags=re.MULTILINE):
         assert EXAMPLES
+
+
+_REPO_PATH = re.compile(r"`((?:[A-Za-z0-9_.\-]+/)+[A-Za-z0-9_.\-]+\.[a-z]+)`")
+
+
+def test_readme_names_files_where_they_are() -> None:
+    """A file README names by its path in the repository (or in the package,
+    as `santa_method/...`) is there: a reader who opens it finds it."""
+    tops = {p.name for p in REPO.iterdir() if p.is_dir()} | {"santa_method"}
+    named = {
+        m.group(1)
+        for m in _REPO_PATH.finditer((REPO / "README.md").read_text(encoding="utf-8"))
+        if m.group(1).split("/", 1)[0] in tops
+    }
+    assert "scripts/santa_method/headless/backends/base.py" in named
+    assert sorted(p for p in named if not (REPO / p).exists()) == []

@@ -607,3 +607,13 @@ def test_runs_read_from_the_log_give_the_same_metrics(fixture_log: Path) -> None
                 if r["event"] == "review" and r["iteration"] == iteration
             }
             assert dict(view.reviews[iteration]) == latest
+
+
+def test_one_run_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    g = Log(tmp_path / "log.jsonl")
+    g.add("R1", "run", 0, target="a.md", reviewers=2)
+    assert main(["metrics", "--log", str(g.path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 run: 0 shipped, 0 escalated, 1 open" in out and "1 runs" not in out

@@ -222,6 +222,19 @@ def test_cli_refusals(repo, capsys):
     assert "not allowed with argument --against-diff" in capsys.readouterr().err
 
 
+def test_a_folder_that_is_not_a_git_repository_is_named_as_such(project, capsys, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(project.parent))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    args = ["run", "--against-diff", "HEAD", "--spec-text", SPEC, "--max-fixes", "0"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"santa: {project} is not a git repository, so it has no change to review against "
+        "HEAD: run this in a git checkout, or review a file with --against FILE"
+    )
+    assert not (project / ".santa" / "runs").exists()
+
+
 # --- the placing itself, on diffs git wrote ---------------------------------------
 
 

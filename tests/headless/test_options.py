@@ -70,7 +70,9 @@ def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     batch = {f.name: f.default for f in dataclasses.fields(BatchOptions)}
     assert batch["max_resamples"] == 2 and batch["field_name"] == "output"
     assert batch["exclude"] == () and batch["resume"] is False
-    assert len(run) == 19 and len(batch) == 27  # with max_cost_usd, budget_usd's old name
+    assert run["record"] is None  # new: no keyword of earlier releases
+    # With max_cost_usd, budget_usd's old name, and record.
+    assert len(run) == 20 and len(batch) == 27
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:

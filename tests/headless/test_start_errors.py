@@ -99,7 +99,8 @@ def test_no_key_and_no_package_are_both_named(project: Path, target: Path) -> No
         assert err.startswith("santa: the anthropic backend cannot start: ")
         assert "the anthropic package is not installed" in err
         assert "pip install anthropic" in err
-        assert "no credentials (set ANTHROPIC_API_KEY)" in err
+        assert "no credentials (set ANTHROPIC_API_KEY, or use the claude backend" in err
+        assert "--backend claude, which signs in with your Claude Code login" in err
         assert proc.stdout == ""
     nothing_left(project)
     assert metrics(project) == {"total": 0, "shipped": 0, "escalated": 0, "reported": 0, "open": 0}

@@ -237,6 +237,7 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     # the run, so the reviewer is not asked again.
     asks = _asks(counter_file) if state.status == "open" else reask.SPENT
     began = transcripts.began(records)
+    model, seconds = transcripts.reply_facts(records)
     ask = reask.next_ask(result, asks)
     if ask is not None:
         replace_text(
@@ -253,6 +254,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             failed=True,
             errors=list(result.errors),
             began=began,
+            model=model,
+            duration_s=seconds,
         )
     return _kept(
         run_id,
@@ -262,6 +265,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
         transcript_path=transcript,
         verdict=result.verdict,
         began=began,
+        model=model,
+        duration_s=seconds,
     )
 
 

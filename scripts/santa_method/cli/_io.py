@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_budget_option",
+    "count",
     "echo",
     "models_option",
     "number_arg",
@@ -48,6 +49,13 @@ def number_arg(allowed: Range) -> Callable[[str], Any]:
 
     parse.__name__ = "number"
     return parse
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 run`, `2 runs`: a number and its noun, in the singular for one."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {plural or (noun + 'es' if noun.endswith(('ch', 'sh', 's', 'x')) else noun + 's')}"
 
 
 def print_json(data: Any) -> None:

@@ -107,11 +107,13 @@ def _print_tables(result: dict[str, Any], path: Any, since: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from santa_method.cli._io import count
+
     console = Console()
     runs = result["runs"]
     scope = f" since {since}" if since else ""
     console.print(
-        f"{path}{scope}: {runs['total']} runs: {runs['shipped']} shipped, "
+        f"{path}{scope}: {count(runs['total'], 'run')}: {runs['shipped']} shipped, "
         f"{runs['escalated']} escalated, "
         + (f"{runs['reported']} reported (checks only), " if runs["reported"] else "")
         + f"{runs['open']} open",

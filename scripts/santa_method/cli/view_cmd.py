@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from santa_method.cli._io import echo
+from santa_method.cli._io import count, echo
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"cannot write the page: {exc.strerror or exc}") from None
     summary = (
-        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): {written.runs} runs, "
-        f"{written.batches} batches"
+        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): "
+        f"{count(written.runs, 'run')}, {count(written.batches, 'batch')}"
     )
     if not to_file:  # stdout may be the page itself: the summary goes beside it
         import sys

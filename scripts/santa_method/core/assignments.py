@@ -69,7 +69,9 @@ For each problem, in order:
    before acting on them.
 2. If it is real, make the smallest change that resolves it.
 3. If it is not an issue, change nothing for it and say why.
-4. If you cannot fix it without a fact that neither the spec nor the output
+4. Facts come from the spec, the output and the flags. Use a fact a flag
+   states when you can check it against the output or the spec (the line it
+   contradicts, the spec's own figure). If the fix needs a fact none of them
    gives (a figure, a price, a name, a date, a link), never invent one and
    never put in a placeholder: change nothing for it and ask the question a
    person must answer.

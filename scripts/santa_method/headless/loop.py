@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
@@ -166,6 +167,18 @@ async def _verify(
     )
     assert resolved is not None
     impl = resolve_backend(backend)
+    replayed: str | None = getattr(impl, "replayed", None)
+    recorder = None
+    if opts.record is not None:
+        if replayed is not None:
+            raise InputError("a replayed run calls no backend, so it has nothing to record")
+        from santa_method.headless.backends.replay import Recorder
+
+        impl = recorder = Recorder(impl, opts.record)
+    if replayed is not None and resume_run:
+        raise InputError(
+            "a run is replayed from its start, never resumed: replay it again in a new run"
+        )
     # Before any run exists: a setup problem is no verdict, and all of it is named at once.
     await require_prerequisites(impl)
     labels_all = _labels(reviewers)
@@ -184,7 +197,15 @@ async def _verify(
         project_dir=root,
         on_event=on_event,
     )
-    if len(set(per_label.values())) == 1:
+    run.replayed = replayed
+    if recorder is not None:
+
+        def recorded_warning(message: str) -> None:
+            run.warnings.append(message)
+            run.emit("warning", text=message)
+
+        recorder.on_warning = recorded_warning
+    if len(set(per_label.values())) == 1 and replayed is None:
         run.warnings.append(
             "all reviewers use the same model; different models make their errors less correlated"
         )
@@ -272,10 +293,16 @@ async def _verify(
             cwd=root,
             run_id=new_id,
             in_place=in_place,
+            replayed=replayed,
         )
         run_id = opened.run_id
         run.emit(
-            "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original
+            "run_start",
+            run_id=run_id,
+            backend=impl.name,
+            reviewers=reviewers,
+            original=original,
+            replayed=replayed,
         )
         return await _guarded(run, impl, opened, working, budget_usd, close_backend, resumable)
 
@@ -366,6 +393,8 @@ async def _drive(
                 tokens=record.tokens.total,
                 cost_usd=record.cost_usd,
                 token_detail=record.tokens.to_json(),
+                model=record.model,
+                duration_s=record.duration_s,
             )
             run.spend(record.tokens, record.cost_usd, logged=True)
             records.append(record)
@@ -435,6 +464,7 @@ async def _fix(
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = read_exact(fixer_path)
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
+    began = time.monotonic()
     try:
         if isinstance(working, Change):
             # One fixer call per changed file, each file replaced atomically.
@@ -458,9 +488,14 @@ async def _fix(
         runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
         return spent, {"reason": reason}
     run.spend(fix.tokens, fix.cost_usd, logged=False)
-    data = {"backend": run.backend.name, "model": fix.model, "notes": fix.notes[:4000]}
+    data = {
+        "backend": run.backend.name,
+        "model": fix.model or run.fixer_model,
+        "notes": fix.notes[:4000],
+        "duration_s": round(time.monotonic() - began, 3),
+    }
     data.update(run.take_unlogged())
-    run.emit("fix_done", round=round_number, notes=fix.notes)
+    run.emit("fix_done", round=round_number, notes=fix.notes, model=data["model"])
     try:
         written = runs.log_event(run_id, "fix", data=data)
     except RefusedError as exc:
@@ -610,6 +645,7 @@ def _result(
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
         target=runs.target_name(runs.load_state(run_id).target),
+        replayed=run.replayed,
     )
 
 

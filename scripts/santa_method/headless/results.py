@@ -25,6 +25,8 @@ class ReviewerRecord:
     errors: tuple[str, ...]
     tokens: Tokens
     cost_usd: float | None
+    duration_s: float | None = None
+    """Seconds the backend took to answer, over every ask."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,7 @@ class ReviewerRecord:
             "errors": list(self.errors),
             "tokens": self.tokens.to_json(),
             "cost_usd": self.cost_usd,
+            "duration_s": self.duration_s,
         }
 
 
@@ -85,6 +88,8 @@ class VerifyResult:
     """What was verified: the file the caller named, or `diff:REV` for a change."""
     questions: list[dict[str, Any]] = field(default_factory=list)
     """What the fixer asked a person (reason `needs-input`): n, key, criterion, question."""
+    replayed: str | None = None
+    """The recording a replayed run was answered from (no model was called)."""
 
     @property
     def outcome(self) -> Literal["shipped", "reported", "escalated"]:
@@ -114,6 +119,7 @@ class VerifyResult:
             "reasons": self.reasons,
             "target": self.target,
             "questions": self.questions,
+            "replayed": self.replayed,
         }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,15 @@ from santa_method.headless.results import ReviewerRecord, RoundRecord
 
 
 def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
-    """A backend instance from a name (`anthropic`, `claude`) or the instance itself."""
+    """A backend instance from a name (`anthropic`, `claude`, `replay:DIR`)
+    or the instance itself."""
     if not isinstance(backend, str):
         return backend
+    from santa_method.headless.backends.replay import ReplayBackend, replay_folder
+
+    folder = replay_folder(backend)
+    if folder is not None:
+        return ReplayBackend(folder)
     if backend == "anthropic":
         from santa_method.headless.backends.anthropic import AnthropicBackend
 
@@ -54,7 +61,9 @@ def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
                 "the anthropic-batch backend needs state_path= (where its batches are kept)"
             )
         return AnthropicBatchBackend(**options)
-    raise InputError(f"unknown backend '{backend}'; use 'anthropic', 'claude' or 'anthropic-batch'")
+    raise InputError(
+        f"unknown backend '{backend}'; use 'anthropic', 'claude', 'anthropic-batch' or 'replay:DIR'"
+    )
 
 
 def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
@@ -94,6 +103,8 @@ class LoopRun:
         self.unlogged_tokens = Tokens()
         self.history: list[RoundRecord] = []
         self.warnings: list[str] = []
+        self.replayed: str | None = None
+        """The recording a replayed run is answered from."""
         # Takes a user's file's lock for the rest of the run before a fix writes it.
         self.fix_alone: Callable[[Path], None] = lambda path: None
 
@@ -167,6 +178,7 @@ class LoopRun:
         session: str | None = None
         tokens, cost = Tokens(), 0.0
         cost_known = True
+        waited = 0.0
         asks = reask.Asks()
         self.emit("reviewer_start", label=label, model=model)
         while True:
@@ -182,11 +194,13 @@ class LoopRun:
                 session=session,
                 on_started=on_started if not followups else None,
             )
+            began = time.monotonic()
             reply = await self.call(
                 f"reviewer {label}",
                 ask_review(self.backend, request),
                 queued=bool(getattr(self.backend, "queued", False)),
             )
+            waited += time.monotonic() - began
             on_started = None
             tokens = tokens + reply.tokens
             if reply.cost_usd is None:
@@ -216,6 +230,7 @@ class LoopRun:
             errors=result.errors,
             tokens=tokens,
             cost_usd=cost if cost_known else None,
+            duration_s=round(waited, 3),
         )
         self.emit("reviewer_done", **record.to_json())
         return text, result, record

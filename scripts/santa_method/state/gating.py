@@ -272,8 +272,11 @@ def gate_run(
                     ("tokens", held.tokens),
                     ("cost_usd", held.cost_usd),
                     ("token_detail", held.token_detail),
+                    ("duration_s", held.duration_s),
                 )
                 extra.update((key, value) for key, value in spent if value is not None)
+            if held is not None and held.model is not None:
+                extra["model"] = held.model  # what wrote it, standing or new
             log_record(
                 state,
                 "review",

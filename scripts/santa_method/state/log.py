@@ -26,14 +26,16 @@ to a round), then the event's own fields, flat:
 - `review`: `label`, `valid`, `verdict` (`PASS` | `FAIL` | null), `errors`
   (list of str), `checks` (`[{criterion, result}]`), `issues` (the review's
   critical issues as `Issue.to_json()`), optional `agent_id`, `tokens`,
-  `cost_usd`. One record per reviewer slot per gate.
+  `cost_usd`, `model` (what wrote the reply) and `duration_s` (how long the
+  reviewer took). One record per reviewer slot per gate.
 - `gate`: `verdict` (`NICE` | `NAUGHTY`), `next` (`ship` | `rereview` |
   `fix` | `escalate`), `issues` (merged, each with at least `criterion`,
   `key`, `flagged_by`, `evidence`), `agreement` (float or null), `reviewers`
   (labels of the round's slots), `valid_reviewers` (labels of the slots
   whose reply was valid). A re-review gates the same iteration again; the
   round's verdict is its last gate.
-- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`.
+- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`, `model`,
+  `duration_s`.
 - `generate`: `tokens`, `cost_usd` (what generating the output cost).
 - `escape`: `description` (a defect found after shipping).
 - `waive`: `key` or `issue` (the flag a person overrides), `reason`.
@@ -103,6 +105,8 @@ class LogRead:
     path: Path
     records: tuple[dict[str, Any], ...] = ()
     damaged: tuple[DamagedLine, ...] = ()
+    duplicates: int = 0
+    """Lines dropped as exact copies of an earlier line (see `read`)."""
 
     def warnings(self) -> list[str]:
         """One sentence per damaged line, for stderr."""
@@ -224,6 +228,13 @@ def _write_all(fd: int, data: bytes) -> None:
 def read(path: str | os.PathLike[str]) -> LogRead:
     """Every readable record in file order; a missing log is an empty log.
 
+    A line that is an exact copy of an earlier one is read once. A log
+    committed by a team is merged with git's `union` driver (`santa init`
+    sets it in `.gitattributes`), which keeps both sides' lines and so
+    doubles a record both branches hold (one cherry-picked, then merged).
+    No writer makes such a copy: every record carries its time to the
+    microsecond.
+
     Raises InputError only when the file exists but cannot be read at all
     (a directory, no permission).
     """
@@ -248,12 +259,19 @@ def read(path: str | os.PathLike[str]) -> LogRead:
         raise InputError(f"cannot read the log '{target}': {exc.strerror or exc}") from None
     records: list[dict[str, Any]] = []
     damaged: list[DamagedLine] = []
+    seen: set[bytes] = set()
+    duplicates = 0
     fast = fastjson.fast_loads()
     check_each = fast is not None and _has_long_number(raw)
     with gc_paused():
         for number, chunk in enumerate(raw.split(b"\n"), start=1):
-            if not chunk.strip():
+            line = chunk.strip()
+            if not line:
                 continue
+            if line in seen:
+                duplicates += 1
+                continue
+            seen.add(line)
             record, reason = _parse_line(
                 chunk, None if check_each and _has_long_number(chunk) else fast
             )
@@ -261,7 +279,7 @@ def read(path: str | os.PathLike[str]) -> LogRead:
                 damaged.append(DamagedLine(number, reason))
             else:
                 records.append(record)
-    return LogRead(target, tuple(records), tuple(damaged))
+    return LogRead(target, tuple(records), tuple(damaged), duplicates)
 
 
 @contextlib.contextmanager

@@ -35,12 +35,13 @@ Definitions (issue 3, item 6), with the choices that make them exact:
   only if every rater rated the criterion and there are at least two.
 - `recurring`: primary criteria with a problem in at least 3 runs.
 - `reviewers`: does each reviewer pay for itself? Per reviewer slot
-  (`by_slot`, the label) and per model (`by_model`, from the run record's
-  `models`, "unknown" when none), over gates with two or more valid
-  reviewers: `problems` it raised, `only` those no other reviewer raised,
-  and of those, `confirmed` (the fixer answered "fixed") and `withdrawn`
-  (the fixer answered "not an issue"), read from the fix record's `report`
-  of that round by problem key.
+  (`by_slot`, the label) and per model (`by_model`: the review record's
+  `model`, else the run record's `models`, "unknown" when neither says),
+  over gates with two or more valid reviewers: `problems` it raised,
+  `only` those no other reviewer raised, and of those, `confirmed` (the
+  fixer answered "fixed") and `withdrawn` (the fixer answered "not an
+  issue"), read from the fix record's `report` of that round by problem
+  key.
 - `needs_input`: runs stopped by a fixer's question (an `escalate` record
   with reason `needs-input`) and their questions.
 - `cost`: tokens and USD of verification per run (every record but
@@ -257,14 +258,22 @@ def _by_count(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _models(run: RunView) -> dict[str, str]:
-    """label -> model, from the run record (labels B, C, ... in slot order)."""
+def _models(run: RunView, iteration: int) -> dict[str, str]:
+    """label -> model of a round: what each review record says wrote it, else
+    what the run record asked for (labels B, C, ... in slot order)."""
     record = run.run_record or {}
     models = record.get("models")
-    if not isinstance(models, list):
-        return {}
-    labels = default_labels(len(models))
-    return {label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m}
+    asked: dict[str, str] = {}
+    if isinstance(models, list):
+        labels = default_labels(len(models))
+        asked = {
+            label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m
+        }
+    for label, review in _round_reviews(run, iteration).items():
+        said = review.get("model")
+        if isinstance(said, str) and said:
+            asked[label] = said
+    return asked
 
 
 def _answers(run: RunView, iteration: int) -> dict[str, str]:
@@ -287,8 +296,8 @@ def reviewers(runs: Sequence[RunView]) -> dict[str, Any]:
     by_slot: dict[str, dict[str, int]] = {}
     by_model: dict[str, dict[str, int]] = {}
     for run in runs:
-        models = _models(run)
         for iteration, gate in run.rounds.items():
+            models = _models(run, iteration)
             valid = _valid_labels(gate, _round_reviews(run, iteration))
             if len(valid) < 2:
                 continue

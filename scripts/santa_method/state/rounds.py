@@ -160,8 +160,12 @@ def start_run(
     cwd: str | None = None,
     run_id: str | None = None,
     in_place: bool = False,
+    replayed: str | None = None,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
+
+    `replayed` names the recording a replayed run is answered from: the
+    state and the log's `run` record say so, and so does every report.
 
     Nothing is written (no folder, no assignment, no log record) unless the
     inputs are usable and the pre-check passed. The log's `run` record comes
@@ -209,6 +213,7 @@ def start_run(
         spec_sha256=sha256(spec),
         rubric_md_sha256=sha256(rubric_markdown),
         in_place=bool(in_place),  # the fixes go to the user's file itself
+        replayed=replayed,
     )
     log_record(
         state,
@@ -224,6 +229,7 @@ def start_run(
         reviewers=reviewers,
         source=source,
         max_fixes=max_fixes,
+        **({"replayed": replayed} if replayed is not None else {}),
     )
     try:
         folder.mkdir(parents=True)

@@ -384,9 +384,18 @@ def build_run(run_id: str) -> Report:
         reasons=subject.reasons,
         cost_usd=subject.cost_usd,
         tokens=subject.tokens,
+        facts=_replayed_facts(legacy),
         version=_version(),
         legacy=legacy,
     )
+
+
+def _replayed_facts(legacy: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A replayed run says so under its verdict, in every format."""
+    folder = legacy.get("replayed")
+    if not isinstance(folder, str):
+        return ()
+    return (("replayed", run_report.replayed_sentence(folder).split(" ", 1)[1]),)
 
 
 def _unreadable_subject(
