@@ -206,7 +206,7 @@ def test_invalid_reply_is_handed_back_then_accepted(stub_server, project, target
     assert len(followups) == 2
     for request in followups:
         assert request.body["messages"][1]["content"][0]["text"] == "I think it is fine."
-        assert "not a valid review" in request.body["messages"][2]["content"][0]["text"]
+        assert "not valid and was not counted" in request.body["messages"][2]["content"][0]["text"]
     assert all(r.asks == 2 for r in result.history[0].reviewers)
 
 
