@@ -4,7 +4,7 @@
 no text from the event can become a command) and runs
 `python -m santa_method.github`. This module drives the `santa` command as a
 user would, through its stable CLI (`santa run --json`, `santa batch --json`,
-`santa report ID --format ...`), so the Action tests the same contract README
+`santa report ID --format ...`), so the Action tests the same contract docs/ci.md
 documents for every other CI system. One question is asked before: is
 there any text in the change at all? It is answered by the same reader
 `santa run --against-diff` uses, so the two never disagree.

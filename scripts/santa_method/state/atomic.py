@@ -11,7 +11,7 @@ target; the folder is fsynced too, so the rename itself survives a crash.
 
 A symlinked target is written through its link (the link stays a link). A
 hard link to the old file keeps the old content: a rename gives the name a
-new inode (README, Limits).
+new inode (docs/limits.md, "Your files").
 
 Where a user names the file (`--out`, the Action's report and SARIF files),
 `write_out` decides how: a regular file (or a new one) is replaced as
