@@ -373,12 +373,13 @@ def test_graders_discriminate_on_logs_the_helper_writes(
 
 # --- end to end: the real `claude plugin eval` with a scripted model ---------------
 
-# What the eval copies of the plugin leave out: a developer checkout's venv
-# alone holds more entries than the eval will screen (20000), and results or
-# run state from earlier runs are not part of the plugin.
+# What the eval copies of the plugin leave out: a developer checkout's venvs
+# (.venv, and .venv-latest that .ci/latest makes) alone hold more entries than
+# the eval will screen (20000), and results or run state from earlier runs are
+# not part of the plugin.
 _NOT_PLUGIN = shutil.ignore_patterns(
     ".git",
-    ".venv",
+    ".venv*",
     "__pycache__",
     "*.egg-info",
     ".pytest_cache",

@@ -527,10 +527,17 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
 
     from santa_method.headless.batch import verify_batch
 
-    server = stub_server(SCRIPT, batch_polls=2)
+    # Every batch stays in progress until the test lets it end, so the run is
+    # cut while round 2 waits however slow the machine is.
+    server = stub_server(SCRIPT, batch_polls=10**9)
     values = items_of(texts(10, set(range(10))))
     options = {"base_url": server.base_url, "api_key": "test", "gather_window": 0.2}
     common = {"backend": "anthropic-batch", "seed": 3, "max_resamples": 0}
+
+    def end_batches() -> None:
+        with server._lock:
+            for batch in server._batches.values():
+                batch.polls_left = 0
 
     async def interrupted() -> None:
         task = asyncio.create_task(
@@ -540,8 +547,10 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
                 options=BatchOptions(backend_options={**options, "poll_interval": 0.05}, **common),
             )
         )
-        for _ in range(1000):
+        for _ in range(3000):
             await asyncio.sleep(0.02)
+            if len(_batch_creates(server)) == 1:
+                end_batches()  # round 1 ends; round 2's batch will wait
             if len(_batch_creates(server)) >= 2:
                 break
         await asyncio.sleep(0.2)
@@ -551,6 +560,8 @@ def test_anthropic_batch_resume_mid_round_two_keeps_first_round_failures(stub_se
 
     asyncio.run(interrupted())
     assert len(_batch_creates(server)) == 2
+    end_batches()
+    server.batch_polls = 2  # the resumed run's own batches end as usual
     result = verify_batch_sync(
         values,
         SPEC,
