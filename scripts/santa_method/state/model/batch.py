@@ -18,6 +18,7 @@ from santa_method.state.model.reading import Record, Refusal, along, inline, kep
 BATCH_STATE_VERSION = 1
 
 ScreenResult = Literal["clean", "flagged", "unusable"]
+Strata = Annotated[list[Stratum], Refusal("holds a stratum without its counts")]
 
 
 @dataclass(kw_only=True)
@@ -76,9 +77,7 @@ class PlanRecord(Record):
     items: list[str]
     method: str
     seed: int
-    strata: Annotated[list[Stratum], Refusal("holds a stratum without its counts")] | None = kept(
-        None
-    )
+    strata: Strata | None = kept(None)
     statement: str
     prevalence: float
     defective: int

@@ -36,7 +36,11 @@ def _counts(detail: dict[str, int]) -> bool:
 
 
 def _seconds(found: float) -> bool:
-    return math.isfinite(found) and found >= 0
+    return 0 <= found < math.inf  # a whole number too big for a float is finite too
+
+
+Counts = Annotated[dict[str, int], Refusal("holds a count that is not a whole number", _counts)]
+Seconds = Annotated[float, Refusal("is not a finite number of seconds of at least 0", _seconds)]
 
 
 @dataclass(kw_only=True)
@@ -57,16 +61,10 @@ class Slot(Record):
     errors: list[str] = along("agent_id", list)
     tokens: int | None = along("agent_id")
     cost_usd: float | None = along("agent_id")
-    token_detail: (
-        Annotated[dict[str, int], Refusal("holds a count that is not a whole number", _counts)]
-        | None
-    ) = along("agent_id")
+    token_detail: Counts | None = along("agent_id")
     model: str | None = None
     """The model that wrote the reply, as its backend or transcript says."""
-    duration_s: (
-        Annotated[float, Refusal("is not a finite number of seconds of at least 0", _seconds)]
-        | None
-    ) = None
+    duration_s: Seconds | None = None
     """How long the reviewer took (every ask of it), when known."""
     file: str | None = None
     stored: str = kept("")
