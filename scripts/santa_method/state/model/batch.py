@@ -4,12 +4,13 @@
 saves it). The fields are declared in the order the files hold their keys,
 and `reading.py` converts them (how a field's declaration says when its key
 is written: see there).
+Their annotations are evaluated at import (no `from __future__ import
+annotations`): kept as strings, they would be compiled again by every hook
+process on its first load.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal, TypedDict
+from typing import Annotated, Any, ClassVar, Literal, Self, TypedDict
 
 from santa_method.core.batch_rules import Decision, ItemOutcome, Status
 from santa_method.core.sampling import Plan, Stratum
@@ -88,7 +89,7 @@ class PlanRecord(Record):
     notes: list[str] = kept(list)
 
     @classmethod
-    def of(cls, plan: Plan) -> PlanRecord:
+    def of(cls, plan: Plan) -> Self:
         return cls.from_json(plan.to_json(), "plan")
 
 

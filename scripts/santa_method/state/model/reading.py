@@ -81,16 +81,23 @@ class Record:
         (its top object), refused when a newer santa wrote it."""
         if where is None:
             _check_file(cls, data)
-        found: Self = _read(cls, data, where or "state")
+        try:
+            found: Self = _reader(typing.cast(Any, cls))(data)
+        except _Wrong as wrong:
+            raise StateError(
+                f"{where or 'state'}{''.join(reversed(wrong.path))} {wrong.said}"
+            ) from None
         return found
 
 
 def _check_file(cls: Any, data: Any) -> None:
     if not isinstance(data, dict):
         raise StateError("the file does not hold a JSON object")
-    newest = next((f.default for f, *_ in _fields(cls) if f.name == "version"), None)
+    newest = next((f.default for f in dataclasses.fields(cls) if f.name == "version"), None)
     if isinstance(newest, int):
-        version = _read(int, data.get("version", newest), "state.version")
+        version = data.get("version", newest)
+        if not _SCALARS[int][0](version):
+            raise StateError("state.version is not a whole number")
         if version > newest:
             raise StateError(
                 f"it was written by a newer santa (state version {version}; this one "
@@ -100,93 +107,164 @@ def _check_file(cls: Any, data: Any) -> None:
 
 # ---------------------------------------------------------------- reading
 
+
+class _Wrong(Exception):
+    """A refusal on its way up: what is wrong, and the key path, innermost
+    first (built only when a file is refused, never on the way down)."""
+
+    def __init__(self, said: str, *path: str) -> None:
+        self.said, self.path = said, list(path)
+
+
 _SCALARS: dict[Any, tuple[Callable[[Any], bool], str]] = {
     str: (lambda v: isinstance(v, str), "a string"),
     int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
     float: (lambda v: isinstance(v, int | float) and not isinstance(v, bool), "a number"),
     bool: (lambda v: isinstance(v, bool), "true or false"),
 }
+Reader = Callable[[Any], Any]
 
 
-def _refused(where: str, what: str, nullable: bool) -> StateError:
-    return StateError(f"{where} is not {what}{' or null' if nullable else ''}")
-
-
-def _read(tp: Any, value: Any, where: str, nullable: bool = False) -> Any:
-    """`value` (JSON) as the type `tp`, or a StateError naming `where`."""
+@functools.cache
+def _reader(tp: Any, nullable: bool = False) -> Reader:
+    """How to read JSON as the type `tp` (made once a type), raising _Wrong."""
     origin, args = get_origin(tp), get_args(tp)
+    null = " or null" if nullable else ""
+
+    def checked(check: Callable[[Any], bool], what: str) -> Reader:
+        def read(value: Any) -> Any:
+            if not check(value):
+                raise _Wrong(f"is not {what}{null}")
+            return value
+
+        return read
+
     if tp is Any:
-        return value
+        return lambda value: value
     if tp in _SCALARS:
-        check, what = _SCALARS[tp]
-        if not check(value):
-            raise _refused(where, what, nullable)
-        return value
+        return checked(*_SCALARS[tp])
     if origin in (Union, types.UnionType):
-        rest = [a for a in args if a is not type(None)]
-        if value is None and len(rest) < len(args):
-            return None
-        (inner,) = rest  # the state holds no union but `T | None`
-        return _read(inner, value, where, nullable=len(rest) < len(args))
+        (inner,) = [a for a in args if a is not type(None)]  # the state holds only `T | None`
+        read_inner = _reader(inner, True)
+        return lambda value: None if value is None else read_inner(value)
     if origin is Annotated:
-        return _annotated(args[0], args[1], value, where, nullable)
+        return _annotated(args[0], args[1], nullable)
     if origin is Literal:
-        if not isinstance(value, str):
-            raise _refused(where, "a string", nullable)
-        if value not in args:
-            raise _refused(where, ", ".join(args[:-1]) + f" or {args[-1]}", nullable)
-        return value
+        named = checked(lambda v: v in args, ", ".join(args[:-1]) + f" or {args[-1]}")
+        return lambda value: named(checked(_SCALARS[str][0], "a string")(value))
+    if origin in (list, tuple) and args[0] is str:
+        strings = checked(
+            lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+            "a list of strings",
+        )
+        return lambda value: (list if origin is list else tuple)(strings(value))
     if origin in (list, tuple):
-        item = args[0]
-        if not isinstance(value, list):
-            raise _refused(where, "a list of strings" if item is str else "a list", nullable)
-        if item is str and not all(isinstance(v, str) for v in value):
-            raise _refused(where, "a list of strings", nullable)
-        found = [_read(item, v, f"{where}[{n}]") for n, v in enumerate(value)]
-        return found if origin is list else tuple(found)
-    if not isinstance(value, dict):
-        raise _refused(where, "an object", nullable)
+        return _items(_reader(args[0]), checked(lambda v: isinstance(v, list), "a list"), origin)
+    is_object = checked(lambda v: isinstance(v, dict), "an object")
     if origin is dict:
-        return {k: _read(args[1], v, f"{where}[{k!r}]") for k, v in value.items()}
+        return _values(_reader(args[1]), is_object)
     if typing.is_typeddict(tp):
-        for key, hint in _hints(tp).items():
-            if key in value:
-                _read(hint, value[key], f"{where}.{key}")
-            elif key in tp.__required_keys__:
-                raise StateError(f"{where}.{key} is missing")
-        return value
-    return _record(tp, value, where)
+        return _shape(tp, is_object)
+    return _record(tp, is_object)
 
 
-def _annotated(tp: Any, how: Any, value: Any, where: str, nullable: bool) -> Any:
-    if isinstance(how, Refusal):
-        try:
-            found = _read(tp, value, where)
-        except StateError:
-            raise StateError(f"{where} {how.phrase}") from None
-        if not how.check(found):
-            raise StateError(f"{where} {how.phrase}")
+def _items(read: Reader, is_list: Reader, made: type) -> Reader:
+    def items(value: Any) -> Any:
+        found = []
+        for n, v in enumerate(is_list(value)):
+            try:
+                found.append(read(v))
+            except _Wrong as wrong:
+                wrong.path.append(f"[{n}]")
+                raise
+        return made(found)
+
+    return items
+
+
+def _values(read: Reader, is_object: Reader) -> Reader:
+    def values(value: Any) -> Any:
+        found = {}
+        for k, v in is_object(value).items():
+            try:
+                found[k] = read(v)
+            except _Wrong as wrong:
+                wrong.path.append(f"[{k!r}]")
+                raise
         return found
-    _read(how, value, where, nullable)  # the JSON form a contract of core/ reads
-    return tp.from_json(value)
+
+    return values
 
 
-def _record(cls: Any, data: dict[str, Any], where: str) -> Any:
-    found = {}
-    for f, hint, key, meta in _fields(cls):
-        if meta.get("inline"):
-            (inner,) = [a for a in get_args(hint) if a is not type(None)]
-            if any(k in data for _f, _h, k, _m in _fields(inner)):
-                found[f.name] = _record(inner, data, where)
-        elif key in data:
-            found[f.name] = _read(hint, data[key], f"{where}.{key}")
-        elif _required(f):
-            raise StateError(f"{where}.{key} is missing")
-    return cls(**found)
+def _shape(tp: Any, is_object: Reader) -> Reader:
+    keys = [(k, _reader(hint), k in tp.__required_keys__) for k, hint in _hints(tp).items()]
+
+    def shape(value: Any) -> Any:
+        is_object(value)
+        for key, read, required in keys:
+            if key in value:
+                try:
+                    read(value[key])
+                except _Wrong as wrong:
+                    wrong.path.append(f".{key}")
+                    raise
+            elif required:
+                raise _Wrong("is missing", f".{key}")
+        return value
+
+    return shape
 
 
-def _required(f: dataclasses.Field[Any]) -> bool:
-    return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+def _annotated(tp: Any, how: Any, nullable: bool) -> Reader:
+    if isinstance(how, Refusal):
+        read = _reader(tp)
+
+        def refused(value: Any) -> Any:
+            try:
+                found = read(value)
+            except _Wrong:
+                raise _Wrong(how.phrase) from None
+            if not how.check(found):
+                raise _Wrong(how.phrase)
+            return found
+
+        return refused
+    shape = _reader(how, nullable)  # the JSON form a contract of core/ reads
+    return lambda value: tp.from_json(shape(value))
+
+
+def _record(cls: Any, is_object: Reader) -> Reader:
+    plan = _plan(cls)
+
+    def record(value: Any) -> Any:
+        is_object(value)
+        found = {}
+        for f in plan:
+            if f.inline is not None:
+                if any(k in value for k in f.inline):
+                    found[f.name] = f.read(value)
+            elif f.key in value:
+                try:
+                    found[f.name] = f.read(value[f.key])
+                except _Wrong as wrong:
+                    wrong.path.append(f".{f.key}")
+                    raise
+            elif f.required:
+                raise _Wrong("is missing", f".{f.key}")
+        return cls(**found)
+
+    return record
+
+
+class _Field(typing.NamedTuple):
+    name: str
+    key: str
+    read: Reader
+    required: bool
+    written: Callable[[Any], bool] | None
+    """Whether the record's key is written (None: always)."""
+    inline: tuple[str, ...] | None
+    """An inline record's keys."""
 
 
 @functools.cache
@@ -194,41 +272,51 @@ def _hints(cls: Any) -> dict[str, Any]:
     return typing.get_type_hints(cls, include_extras=True)
 
 
+def _differs(f: dataclasses.Field[Any]) -> Callable[[Any], bool]:
+    made: Any = f.default_factory
+    if f.default is not dataclasses.MISSING:
+        return lambda record: bool(getattr(record, f.name) != f.default)
+    return lambda record: bool(getattr(record, f.name) != made())
+
+
 @functools.cache
-def _fields(cls: Any) -> tuple[tuple[dataclasses.Field[Any], Any, str, dict[str, Any]], ...]:
-    """Each field of a record, its type, its key in the file and how it is written."""
-    hints = _hints(cls)
+def _plan(cls: Any) -> tuple[_Field, ...]:
+    """Each field of a record: its key in the file, how to read it, when it is written."""
+    fields = dataclasses.fields(cls)
+    meta = {f.name: f.metadata.get(_META, {}) for f in fields}
+    required = {
+        f.name: f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        for f in fields
+    }
+    rule = {
+        f.name: None if required[f.name] or meta[f.name].get("kept") else _differs(f)
+        for f in fields
+    }
     found = []
-    for f in dataclasses.fields(cls):
-        meta = f.metadata.get(_META, {})
-        found.append((f, hints[f.name], meta.get("key") or f.name, meta))
+    for f in fields:
+        hint, inline = _hints(cls)[f.name], None
+        if meta[f.name].get("inline"):
+            (hint,) = [a for a in get_args(hint) if a is not type(None)]
+            inline = tuple(x.key for x in _plan(hint))
+        written = rule[meta[f.name]["along"]] if "along" in meta[f.name] else rule[f.name]
+        key = meta[f.name].get("key") or f.name
+        found.append(_Field(f.name, key, _reader(hint), required[f.name], written, inline))
     return tuple(found)
 
 
 # ---------------------------------------------------------------- writing
 
 
-def _written(record: Any, f: dataclasses.Field[Any], meta: dict[str, Any]) -> bool:
-    if "along" in meta:
-        cls: Any = type(record)
-        (anchor,) = [x for x in _fields(cls) if x[0].name == meta["along"]]
-        return _written(record, anchor[0], anchor[3])
-    if meta.get("kept") or _required(f):
-        return True
-    made = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-    return bool(getattr(record, f.name) != made)
-
-
 def _dump(record: Any) -> dict[str, Any]:
     data: dict[str, Any] = {}
     cls: Any = type(record)
-    for f, _hint, key, meta in _fields(cls):
-        if _written(record, f, meta):
+    for f in _plan(cls):
+        if f.written is None or f.written(record):
             value = getattr(record, f.name)
-            if meta.get("inline"):
+            if f.inline is not None:
                 data.update(_dump(value))
             else:
-                data[key] = _json(value)
+                data[f.key] = _json(value)
     for anchor, order in getattr(record, "_layouts", {}).items():
         if anchor in data:
             data = {**{k: data.pop(k) for k in order if k in data}, **data}
@@ -236,12 +324,12 @@ def _dump(record: Any) -> dict[str, Any]:
 
 
 def _json(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float):
+        return value
     if isinstance(value, Record):
         return _dump(value)
-    if hasattr(value, "to_json"):  # a contract of core/ writes itself
-        return value.to_json()
     if isinstance(value, list | tuple):
         return [_json(v) for v in value]
     if isinstance(value, dict):
         return {k: _json(v) for k, v in value.items()}
-    return value
+    return value.to_json()  # a contract of core/ writes itself

@@ -5,9 +5,10 @@ A run's `state.json` is read and changed under its lock by the faces
 says what it holds. The fields are declared in the order the files hold
 their keys, and `reading.py` converts them (how a field's declaration says
 when its key is written: see there).
+Their annotations are evaluated at import (no `from __future__ import
+annotations`): kept as strings, they would be compiled again by every hook
+process on its first load.
 """
-
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
