@@ -150,8 +150,9 @@ def _reader(tp: Any, nullable: bool = False) -> Reader:
     if origin is Annotated:
         return _annotated(args[0], args[1], nullable)
     if origin is Literal:
+        string = checked(*_SCALARS[str])
         named = checked(lambda v: v in args, ", ".join(args[:-1]) + f" or {args[-1]}")
-        return lambda value: named(checked(_SCALARS[str][0], "a string")(value))
+        return lambda value: named(string(value))
     if origin in (list, tuple) and args[0] is str:
         strings = checked(
             lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
