@@ -280,7 +280,18 @@ def _round_with_starts(*minutes_ago: float) -> tuple[Any, datetime]:
     from santa_method.state.model.run import Round, Spawn
 
     now = datetime.now(UTC)
-    r = Round(1, "", "c", "b", "a.md", "i", "h", True, 1, 2, 0, {"B": None, "C": None})
+    r = Round(
+        round=1,
+        canary="c",
+        boundary="b",
+        assignment="a.md",
+        instruction="i",
+        output_sha256="h",
+        open=True,
+        rereviews=1,
+        capacity=2,
+        slots={"B": None, "C": None},
+    )
     r.spawns = [
         Spawn(at=(now - timedelta(minutes=m)).isoformat(), opening=n, id=f"t{n}")
         for n, m in enumerate(minutes_ago)

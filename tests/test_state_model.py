@@ -89,8 +89,7 @@ def test_typed_fields_read_what_the_file_says():
     for item, outcome in first.outcomes.items():
         assert isinstance(outcome, ItemOutcome) and outcome.item == item
         assert outcome.to_json() == data["waves"][0]["outcomes"][item]
-    assert state.options.headless is not None
-    assert state.options.headless.backend == data["options"]["backend"]
+    assert state.options.backend == data["options"]["backend"]
     assert state.options.criterion_ids == {c["id"] for c in data["options"]["rubric"]["criteria"]}
     assert state.changed == data["changed"] and state.tokens == data["tokens"]
 

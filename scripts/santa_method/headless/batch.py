@@ -39,7 +39,7 @@ from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import resolve_backend
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
-from santa_method.state.model.batch import BatchOptionsRecord, BatchState, HeadlessBatchOptions
+from santa_method.state.model.batch import BatchOptionsRecord, BatchState
 
 __all__ = ["BatchItem", "BatchOptions", "BatchResult", "verify_batch", "verify_batch_sync"]
 
@@ -194,13 +194,11 @@ async def _verify_batch(
         systemic_min=systemic_min,
         systemic_share=systemic_share,
         in_place=in_place,
-        headless=HeadlessBatchOptions(
-            max_fixes=max_fixes,
-            reviewers=reviewers,
-            models=list(models) if models else None,
-            backend=name,
-            max_cost_usd=max_cost_usd,
-        ),
+        max_fixes=max_fixes,
+        reviewers=reviewers,
+        models=list(models) if models else None,
+        backend=name,
+        max_cost_usd=max_cost_usd,
         seed=seed,
     )
     await _require_backend(backend, name, backend_options or {})

@@ -39,7 +39,6 @@ from santa_method.state.model.batch import (
     BatchState,
     ItemRecord,
 )
-from santa_method.state.model.reading import StateError
 from santa_method.state.paths import ensure_santa_dir, santa_dir
 
 STATE_VERSION = BATCH_STATE_VERSION
@@ -137,16 +136,7 @@ def load(batch_id: str) -> BatchState:
     path = batch_dir(batch_id) / "state.json"
     if not path.exists():
         raise InputError(f"no batch '{batch_id}' under {batches_dir()}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"the state of batch '{batch_id}' is unreadable: {exc}") from None
-    try:
-        return BatchState.from_json(data)
-    except StateError as exc:
-        raise InputError(
-            f"the state of batch '{batch_id}' cannot be read by this santa: {exc}"
-        ) from None
+    return run_store.read_state(BatchState, path, f"batch '{batch_id}'")
 
 
 @contextlib.contextmanager

@@ -212,6 +212,7 @@ def start_run(
         boundary=assignments.boundary_for(spec, output),
         spec_sha256=sha256(spec),
         rubric_md_sha256=sha256(rubric_markdown),
+        rounds=[],
         in_place=bool(in_place),  # the fixes go to the user's file itself
         replayed=replayed,
     )

@@ -20,20 +20,17 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.types import MergedIssue, Rubric
 from santa_method.state import log as runlog
 from santa_method.state.jsonfile import write_atomic
-from santa_method.state.model.reading import StateError
+from santa_method.state.model.reading import Record, StateError
 from santa_method.state.model.run import Round, RunState
 from santa_method.state.open_runs import mark_finished
 from santa_method.state.paths import santa_dir
-
-STATE_VERSION = 1
-
 
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -71,49 +68,56 @@ def new_run_id() -> str:
 
 
 def save(folder: Path, data: dict[str, Any]) -> None:
-    """Write `state.json` (a `RunState`'s `to_json`) atomically: the one
-    writer, under `save_state` and `locked_state`."""
+    """Write `state.json` (a `RunState`'s `to_json`, or what is left of an
+    unreadable one) atomically: the one writer of a run's state."""
     write_atomic(folder / "state.json", data, indent=2)
     # Only once the state itself says so: the guard trusts this mark.
     mark_finished(str(folder.parent), folder.name, data["status"])
 
 
 class StateUnreadable(InputError):
-    """A run whose `state.json` exists but cannot be read: not JSON, cut
-    short, or holding what this santa refuses (`reason` says which). Such a
-    run can still be listed, reported and escalated (`state/unreadable.py`)."""
+    """A run or batch whose `state.json` exists but cannot be read: not JSON,
+    cut short (`refused` False), or holding what this santa refuses (True);
+    `reason` says which. Such a run can still be listed, reported and
+    escalated (`state/unreadable.py`)."""
 
-    def __init__(self, run_id: str, message: str, reason: str) -> None:
+    def __init__(self, message: str, reason: str, refused: bool) -> None:
         super().__init__(message)
-        self.run_id = run_id
         self.reason = reason
+        self.refused = refused
 
 
-def _typed(run_id: str, data: Any) -> RunState:
+def read_json(path: Path, what: str) -> Any:
+    """A state file's JSON; StateUnreadable (naming `what`, e.g. "run 'x'")
+    when it holds none."""
     try:
-        return RunState.from_json(data)
-    except StateError as exc:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError, OSError) as exc:
+        if isinstance(exc, OSError):
+            reason = exc.strerror or str(exc)
+        elif isinstance(exc, RecursionError):
+            reason = "it is nested too deeply"
+        else:
+            reason = f"it is not JSON text ({exc})"
         raise StateUnreadable(
-            run_id, f"the state of run '{run_id}' cannot be read by this santa: {exc}", str(exc)
+            f"the state of {what} is unreadable: {reason}", reason, False
         ) from None
 
 
-def _parsed(run_id: str, state_file: Path) -> Any:
-    """The state file's JSON; StateUnreadable when it holds none."""
+R = TypeVar("R", bound=Record)
+
+
+def read_state(cls: type[R], path: Path, what: str) -> R:
+    """The state file at `path` as the record `cls` (`RunState`, `BatchState`):
+    how every run and batch is read, wherever its folder is (`santa view`
+    reads another project's). StateUnreadable names the key it refuses."""
+    data = read_json(path, what)
     try:
-        return json.loads(state_file.read_text(encoding="utf-8"))
-    except (ValueError, RecursionError) as exc:
-        reason = (
-            "it is nested too deeply"
-            if isinstance(exc, RecursionError)
-            else f"it is not JSON text ({exc})"
-        )
-        message = f"the state of run '{run_id}' is unreadable: {reason}"
-        raise StateUnreadable(run_id, message, reason) from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        message = f"the state of run '{run_id}' is unreadable: {reason}"
-        raise StateUnreadable(run_id, message, reason) from None
+        return cls.from_json(data)
+    except (StateError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        message = f"the state of {what} cannot be read by this santa: {reason}"
+        raise StateUnreadable(message, reason, True) from None
 
 
 def load_state(run_id: str) -> RunState:
@@ -123,7 +127,7 @@ def load_state(run_id: str) -> RunState:
     state_file = run_dir(run_id) / "state.json"
     if not state_file.exists():
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
-    return _typed(run_id, _parsed(run_id, state_file))
+    return read_state(RunState, state_file, f"run '{run_id}'")
 
 
 @contextlib.contextmanager
@@ -136,7 +140,7 @@ def locked_state(run_id: str) -> Iterator[RunState]:
         raise InputError(f"no run '{run_id}' under {runs_dir()}")
     with open(folder / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        state = _typed(run_id, _parsed(run_id, state_file))
+        state = read_state(RunState, state_file, f"run '{run_id}'")
         yield state
         save(folder, state.to_json())
 

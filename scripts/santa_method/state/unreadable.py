@@ -12,7 +12,6 @@ is decided from it: such a run is never shipped, only closed.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -20,9 +19,7 @@ from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.state import log as runlog
-from santa_method.state.jsonfile import write_atomic
-from santa_method.state.open_runs import mark_finished
-from santa_method.state.store import StateUnreadable, load_state, run_dir
+from santa_method.state.store import StateUnreadable, load_state, read_json, run_dir, save
 
 _ROUND = re.compile(r"round-([1-9][0-9]{0,8})")
 
@@ -41,8 +38,8 @@ def why(run_id: str) -> str | None:
 def raw(run_id: str) -> dict[str, Any] | None:
     """The state file's JSON when it is still an object, else None."""
     try:
-        data = json.loads((run_dir(run_id) / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        data = read_json(run_dir(run_id) / "state.json", f"run '{run_id}'")
+    except StateUnreadable:
         return None
     return data if isinstance(data, dict) else None
 
@@ -83,6 +80,4 @@ def mark(run_id: str, status: str) -> None:
     if data is None:
         return  # no status anyone could read as open
     data["status"] = status
-    folder = run_dir(run_id)
-    write_atomic(folder / "state.json", data, indent=2)
-    mark_finished(str(folder.parent), run_id, status)
+    save(run_dir(run_id), data)

@@ -39,7 +39,7 @@ from santa_method.state.metrics import (
 from santa_method.state.model.batch import BatchState
 from santa_method.state.model.reading import StateError
 from santa_method.state.model.run import RunState, Slot
-from santa_method.state.store import is_run_id
+from santa_method.state.store import StateUnreadable, is_run_id, read_state
 
 #: Characters of run-folder text (outputs, specs, reviewers' details) read per page.
 TEXT_BUDGET = 1_000_000
@@ -141,6 +141,14 @@ def _interrupted(runs: list[RunView]) -> frozenset[str]:
     )
 
 
+def _unreadable(exc: StateUnreadable | StateError, what: str) -> str:
+    """Why a state file is not shown: not JSON at all, or JSON this santa refuses."""
+    reason = str(exc) if isinstance(exc, StateError) else exc.reason
+    if isinstance(exc, StateUnreadable) and not exc.refused:
+        return redact_text(f"its state.json is unreadable ({reason})")
+    return redact_text(f"its state.json is not {what} this santa reads ({reason})")
+
+
 def read_run_folder(folder: Path, raw: bool = True) -> RunFiles:
     """The texts of one run folder, redacted; a damaged part is left out and named.
     The reviewers' whole replies are read only with `raw`.
@@ -149,16 +157,9 @@ def read_run_folder(folder: Path, raw: bool = True) -> RunFiles:
     santa cannot read gives no texts and says why, never a half-read page.
     """
     try:
-        data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        return RunFiles(texts=False, problem=f"its state.json is unreadable ({exc})")
-    if not isinstance(data, dict):
-        return RunFiles(texts=False, problem="its state.json is not a run state")
-    try:
-        state = RunState.from_json(data)
-    except (StateError, RecursionError) as exc:
-        problem = redact_text(f"its state.json is not a run state this santa reads ({exc})")
-        return RunFiles(texts=False, problem=problem)
+        state = read_state(RunState, folder / "state.json", f"run '{folder.name}'")
+    except StateUnreadable as exc:
+        return RunFiles(texts=False, problem=_unreadable(exc, "a run state"))
     outputs: dict[int, str] = {}
     replies: dict[tuple[int, str], dict[str, Any]] = {}
     whole: dict[tuple[int, str], str] = {}
@@ -251,21 +252,14 @@ def read_batch_folder(folder: Path) -> BatchFiles:
     whole JSONL records, which the page never shows.
     """
     try:
-        data = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        return BatchFiles(folder.name, None, None, f"its state.json is unreadable ({exc})")
-    if not isinstance(data, dict):
-        return BatchFiles(folder.name, None, None, "its state.json is not a batch state")
-    try:
-        state = BatchState.from_json(data)
+        state = read_state(BatchState, folder / "state.json", f"batch '{folder.name}'")
         state.options = replace(state.options, rubric={})
         state.items = [replace(i, record=None) for i in state.items]
         # Redaction changes only the text of strings, which no check of
         # `from_json` reads, so the redacted state loads as the first did.
         state = BatchState.from_json(redact(state.to_json()))
-    except (StateError, RecursionError) as exc:
-        problem = redact_text(f"its state.json is not a batch state this santa reads ({exc})")
-        return BatchFiles(folder.name, None, None, problem)
+    except (StateUnreadable, StateError) as exc:  # the redacted copy is read again
+        return BatchFiles(folder.name, None, None, _unreadable(exc, "a batch state"))
     # `redact` keeps keys, and item ids and criteria are keys here: the page
     # shows some.
     for wave in state.waves:
