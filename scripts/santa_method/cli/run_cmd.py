@@ -9,10 +9,10 @@ from typing import Any
 
 from santa_method.cli._io import (
     add_budget_option,
-    models_option,
     number_arg,
     print_json,
     read_text,
+    reviewers_option,
     say,
 )
 from santa_method.core import numbers
@@ -34,6 +34,13 @@ Backends and credentials:
   --backend claude     Claude Code through claude-agent-sdk; uses your
                        Claude Code login (pip install claude-agent-sdk);
                        reviewers may read (never change) the project's files
+  --backend openai     any Chat Completions endpoint (OpenAI, Gemini,
+                       OpenRouter, Ollama, vLLM, llama.cpp, LM Studio):
+                       OPENAI_BASE_URL and OPENAI_API_KEY (pip install openai)
+
+--models gives one entry per reviewer, MODEL (answered by --backend) or
+BACKEND:MODEL, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5.1: a run may
+mix backends; the number of entries is the number of reviewers.
 
 One run at a time may fix a file in place: a second --in-place run on the
 same file is refused. A run whose process died is listed by 'santa runs' as
@@ -49,6 +56,7 @@ EXAMPLES = """\
 examples:
   santa run --against README.md --spec-text "Has Install, Usage and License sections"
   santa run --against out.md --spec spec.md --models opus,sonnet --budget-usd 0.50 --json
+  santa run --against out.md --spec spec.md --models anthropic:sonnet,openai:gpt-5.1
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
   santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
@@ -82,21 +90,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=("anthropic", "claude"),
+        choices=("anthropic", "claude", "openai"),
         default=None,
-        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
+        help="who reviews and fixes where --models names no backend (default: anthropic; "
+        "env SANTA_BACKEND)",
     )
     p.add_argument(
         "--reviewers",
         type=number_arg(numbers.REVIEWERS),
         metavar="N",
-        help="independent reviewers, at least 2 (default 2)",
+        help="independent reviewers, at least 2 (default 2, or one per --models entry)",
     )
     p.add_argument(
         "--models",
         metavar="M1,M2",
-        help="model per reviewer, in order, repeating (aliases opus, sonnet, haiku or API ids); "
-        "the first also fixes",
+        help="one entry per reviewer, MODEL or BACKEND:MODEL (anthropic:sonnet,openai:gpt-5.1); "
+        "one entry alone is every reviewer's; the first also fixes",
     )
     p.add_argument(
         "--max-fixes",
@@ -223,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
     log = resolve_log_path(args.log)  # a log that is not a file: exit 2 before the backend
-    models = models_option(args.models, config.models)
+    models, reviewers = reviewers_option(args.models, args.reviewers, config)
     view = _LiveView(args.quiet)
     result = verify_sync(
         spec,
@@ -231,9 +240,10 @@ def run(args: argparse.Namespace) -> int:
         options=VerifyOptions(
             against_diff=args.against_diff,
             rubric=args.rubric or config.rubric,
-            reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+            reviewers=reviewers,
             models=models,
             backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+            prices=config.prices,
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
             budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
             timeout=args.timeout,

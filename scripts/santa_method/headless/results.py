@@ -17,6 +17,9 @@ from santa_method.headless.backends.base import Tokens
 
 @dataclass(frozen=True)
 class ReviewerRecord:
+    """One reviewer slot's part of a gate: who answered it (`backend`,
+    `model`), what it said and what it cost."""
+
     label: str
     model: str | None
     valid: bool
@@ -25,10 +28,12 @@ class ReviewerRecord:
     errors: tuple[str, ...]
     tokens: Tokens
     cost_usd: float | None
+    backend: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
+            "backend": self.backend,
             "model": self.model,
             "valid": self.valid,
             "verdict": self.verdict,
