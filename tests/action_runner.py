@@ -3,7 +3,7 @@
 Why our own runner: no Actions runner or container engine exists here, and
 the Action's behaviour lives in its `run:` steps and the values `env:` and
 `with:` hand them. This evaluates the few expression forms the Action and
-README's workflows use (`inputs.*`, `steps.*.outputs.*`, `github.token`,
+the example workflows use (`inputs.*`, `steps.*.outputs.*`, `github.token`,
 `secrets.*`) and refuses any other, so a step that needs more fails the test
 instead of running with a guess. `uses:` steps (the cache) are not run: their
 pins are checked instead.

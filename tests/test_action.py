@@ -1,7 +1,7 @@
 """The GitHub Action, run step by step here against a fake GitHub API and the scripted model.
 
-The workflow README shows is the one these tests run: its santa step's
-`with:` is read from `examples/ci/github-pull-request.yml` (which README
+The workflow docs/ci.md shows is the one these tests run: its santa step's
+`with:` is read from `examples/ci/github-pull-request.yml` (which docs/ci.md
 embeds byte for byte), and `action.yml`'s own steps run in bash with the
 environment GitHub gives them (event file, output and summary files, API
 URL). Only the model (the stub Messages API) and GitHub (the fake REST API)
@@ -40,7 +40,7 @@ def _bin(name: str) -> str:
 
 
 def workflow_step(name: str = "github-pull-request.yml") -> dict[str, Any]:
-    """The santa step of README's workflow."""
+    """The santa step of the workflow docs/ci.md shows."""
     workflow = yaml.safe_load((CI / name).read_text(encoding="utf-8"))
     for job in workflow["jobs"].values():
         for step in job["steps"]:
@@ -124,7 +124,7 @@ def pr_event(base: str, number: int = 7) -> dict[str, Any]:
     return {"number": number, "pull_request": {"number": number, "base": {"sha": base}}}
 
 
-def readme_inputs(secrets: dict[str, str]) -> dict[str, str]:
+def workflow_inputs(secrets: dict[str, str]) -> dict[str, str]:
     step = workflow_step()
     ctx = Context(inputs={}, secrets=secrets)
     return {k: ctx.render(v) for k, v in step["with"].items()}
@@ -153,7 +153,7 @@ def test_a_pull_request_gets_one_comment_a_summary_and_sarif(
     server = stub_server({REVIEWER: reviewer})
     github.comments[(REPO, 7)] = [{"id": i, "body": f"someone else {i}"} for i in range(3)]
     job = Job(tmp_path, repo, github, server.base_url)
-    with_ = readme_inputs({"ANTHROPIC_API_KEY": API_KEY})
+    with_ = workflow_inputs({"ANTHROPIC_API_KEY": API_KEY})
 
     first, summary = job.run(pr_event(base), with_)
     assert first.returncode == 1, first.steps[-1].stderr  # NAUGHTY or ESCALATED fails by default
@@ -190,7 +190,7 @@ def test_a_clean_change_is_nice_and_the_job_passes(tmp_path, checkout, github, s
     repo, base = checkout
     server = stub_server({REVIEWER: clean})
     job = Job(tmp_path, repo, github, server.base_url)
-    result, summary = job.run(pr_event(base), readme_inputs({"ANTHROPIC_API_KEY": API_KEY}))
+    result, summary = job.run(pr_event(base), workflow_inputs({"ANTHROPIC_API_KEY": API_KEY}))
     assert result.returncode == 0, result.steps[-1].stderr
     assert result.outputs["verdict"] == "NICE"
     assert "NICE" in summary
@@ -203,14 +203,14 @@ def test_a_fork_without_the_secret_is_skipped_with_a_notice(
     repo, base = checkout
     server = stub_server({REVIEWER: reviewer})
     job = Job(tmp_path, repo, github, server.base_url)
-    result, summary = job.run(pr_event(base), readme_inputs({}))  # forks get no secrets
+    result, summary = job.run(pr_event(base), workflow_inputs({}))  # forks get no secrets
     assert result.returncode == 0
     assert result.outputs["verdict"] == "SKIPPED"
     assert "no ANTHROPIC_API_KEY" in summary and "forks" in summary
     assert "::warning" in result.stdout
     assert not server.requests_for(REVIEWER) and not github.requests
 
-    strict = readme_inputs({}) | {"on-missing-key": "fail"}
+    strict = workflow_inputs({}) | {"on-missing-key": "fail"}
     failed, _ = job.run(pr_event(base), strict)
     assert failed.returncode == 1 and "::error" in failed.stdout
 
@@ -220,7 +220,7 @@ def test_an_empty_change_is_skipped_not_failed(tmp_path, checkout, github, stub_
     git(repo, "revert", "--no-edit", "HEAD")  # the pull request's net change is now nothing
     server = stub_server({REVIEWER: reviewer})
     job = Job(tmp_path, repo, github, server.base_url)
-    result, summary = job.run(pr_event(base), readme_inputs({"ANTHROPIC_API_KEY": API_KEY}))
+    result, summary = job.run(pr_event(base), workflow_inputs({"ANTHROPIC_API_KEY": API_KEY}))
     assert result.returncode == 0, result.steps[-1].stderr
     assert result.outputs["verdict"] == "SKIPPED" and result.outputs["run-id"] == ""
     assert "nothing to verify" in summary
@@ -235,7 +235,7 @@ def test_a_read_only_token_warns_and_keeps_the_verdict(tmp_path, checkout, stub_
     try:
         server = stub_server({REVIEWER: clean})
         job = Job(tmp_path, repo, fake, server.base_url)
-        result, summary = job.run(pr_event(base), readme_inputs({"ANTHROPIC_API_KEY": API_KEY}))
+        result, summary = job.run(pr_event(base), workflow_inputs({"ANTHROPIC_API_KEY": API_KEY}))
     finally:
         fake.stop()
     assert result.returncode == 0 and result.outputs["verdict"] == "NICE"
@@ -252,6 +252,7 @@ def test_a_read_only_token_warns_and_keeps_the_verdict(tmp_path, checkout, stub_
         ({"reviewers": "1"}, "reviewers"),
         ({"spec": ""}, "spec"),
         ({"backend": "openai"}, "backend"),
+        ({"report-file": "docs"}, "input report-file: cannot write"),  # a folder: never replaced
     ],
 )
 def test_bad_inputs_fail_before_anything_runs(
@@ -261,7 +262,7 @@ def test_bad_inputs_fail_before_anything_runs(
     server = stub_server({REVIEWER: reviewer})
     job = Job(tmp_path, repo, github, server.base_url)
     result, summary = job.run(
-        pr_event(base), readme_inputs({"ANTHROPIC_API_KEY": API_KEY}) | override
+        pr_event(base), workflow_inputs({"ANTHROPIC_API_KEY": API_KEY}) | override
     )
     assert result.returncode == 2
     assert says in summary and "::error" in result.stdout
@@ -272,7 +273,7 @@ def test_given_files_are_verified_one_run_each(tmp_path, checkout, github, stub_
     repo, base = checkout
     server = stub_server({REVIEWER: reviewer})
     job = Job(tmp_path, repo, github, server.base_url)
-    with_ = readme_inputs({"ANTHROPIC_API_KEY": API_KEY}) | {"files": "docs/a.md\ndocs/b.md"}
+    with_ = workflow_inputs({"ANTHROPIC_API_KEY": API_KEY}) | {"files": "docs/a.md\ndocs/b.md"}
     result, _ = job.run(pr_event(base), with_)
     assert result.returncode == 1, result.steps[-1].stderr
     assert len(result.outputs["run-id"].split(",")) == 2
@@ -307,11 +308,11 @@ def test_the_action_and_workflows_pass_the_schemas_and_zizmor() -> None:
         assert done.returncode == 0, f"{command[0]}: {done.stdout}{done.stderr}"
 
 
-def test_readme_embeds_the_workflows_the_tests_run() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
+def test_the_ci_page_embeds_the_workflows_the_tests_run() -> None:
+    page = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", page, flags=re.S)
     for name in ("github-pull-request.yml", "github-scheduled-batch.yml", "gitlab-ci.yml"):
-        assert (CI / name).read_text(encoding="utf-8") in blocks, f"README lacks {name} as is"
+        assert (CI / name).read_text(encoding="utf-8") in blocks, f"docs/ci.md lacks {name} as is"
 
 
 def test_every_third_party_action_is_pinned_and_no_event_text_reaches_a_shell() -> None:

@@ -378,3 +378,19 @@ def test_an_answer_nobody_received_is_not_a_success(
     finally:
         os.dup2(saved, sys.__stdout__.fileno())
         os.close(saved)
+
+
+@pytest.mark.parametrize("blank", ["", " \n\t\n"], ids=["empty", "whitespace"])
+def test_an_empty_output_is_refused_alike_by_the_gate_and_a_run(run, files, blank) -> None:
+    # One rule (core/gate.py, require_output): two PASSes of nothing are not NICE.
+    files("b.json", reply(pass_review()))
+    files("c.json", reply(pass_review(suggestions=["c"])))
+    files("out.md", blank)
+    gated = run("gate", "b.json", "c.json", "--against", "out.md")
+    opened = run("round", "start", "--against", "out.md", "--spec-text", "A title.")
+    for proc in (gated, opened):
+        assert proc.returncode == 2, (proc.stdout, proc.stderr)
+        assert proc.stdout == ""
+    assert gated.stderr == opened.stderr == (
+        "santa: the output under review is empty; there is nothing to verify\n"
+    )

@@ -8,6 +8,7 @@ show the usage of the command that was mistyped.
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,30 @@ def test_a_budget_is_a_finite_positive_amount(
 ) -> None:
     err = usage_error(capsys, *command, f"{flag}={value}")
     assert f"argument {flag}: " in err and repr(value) in err
+
+
+def _stray_breaks(text: str) -> list[str]:
+    """Lines of prose broken far before their paragraph's width (under half
+    of it) although the paragraph goes on: a line break left in by an edit.
+    Indented lines (lists, flag tables) and the line that introduces one are
+    laid out by hand."""
+    width = max(len(line) for line in text.splitlines())
+    lines = text.splitlines()
+    return [
+        line
+        for line, after in itertools.pairwise(lines)
+        if line.strip()
+        and after.strip()
+        and not line.startswith(" ")
+        and not after.startswith(" ")
+        and not line.rstrip().endswith(":")
+        and len(line) < width / 2
+    ]
+
+
+@pytest.mark.parametrize("name", ["run", "batch", "report"])
+def test_help_descriptions_have_no_stray_line_break(name: str) -> None:
+    import importlib
+
+    description = importlib.import_module(f"santa_method.cli.{name}_cmd").DESCRIPTION
+    assert _stray_breaks(description) == []

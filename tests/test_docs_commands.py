@@ -10,7 +10,7 @@ command line (in fenced code blocks, and inline code spans that start with
 - every option it uses is one that sub-command accepts;
 - a complete command line in a code block parses with the real parser
   (placeholders such as RUN_ID or FILE are just strings to it);
-- README lines that use `examples/` are run for real.
+- README and docs/ lines that use `examples/` are run for real.
 
 The files are read when the tests are collected, so the test follows
 whatever the markdown holds at that moment.
@@ -319,15 +319,16 @@ def test_help_of_every_documented_sub_command(path: tuple[str, ...]) -> None:
     assert done.stdout.startswith(f"usage: santa {' '.join(path)}")
 
 
+# The pages for people: README and docs/ (the skill, commands and agents are
+# the model's, and name no bundled example).
+PAGES = ("README.md", "docs/*.md")
 EXAMPLES = [
-    c
-    for c in COMMANDS
-    if c.source == "README.md" and c.fenced and any(t.startswith("examples/") for t in c.tokens)
+    c for c in extract(REPO, PAGES) if c.fenced and any(t.startswith("examples/") for t in c.tokens)
 ]
 
 
 @pytest.mark.parametrize("command", EXAMPLES, ids=_id)
-def test_readme_example_lines_run(command: Command, tmp_path: Path) -> None:
+def test_example_lines_run(command: Command, tmp_path: Path) -> None:
     """Run as written, in a copy of the repository's examples (nothing can
     write into the tree), with the state and log in tmp."""
     shutil.copytree(REPO / "examples", tmp_path / "examples")
@@ -346,14 +347,37 @@ def test_readme_example_lines_run(command: Command, tmp_path: Path) -> None:
         timeout=60,
     )
     # 0 or 1 are answers (valid/NICE, invalid/NAUGHTY); 2 is a usage or
-    # input error, 3 a backend failure: the README would be wrong.
+    # input error, 3 a backend failure: the page would be wrong.
     assert done.returncode in (0, 1), f"{command}: exit {done.returncode}: {done.stderr}"
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert done.stdout.strip(), f"{command}: printed nothing"
 
 
-def test_readme_has_example_lines_or_none_are_expected() -> None:
-    """If README shows the bundled examples, at least one line was found to run."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    if re.search(r"^\s*(\$ )?santa .*examples/", readme, flags=re.MULTILINE):
-        assert EXAMPLES
+def test_every_page_with_example_lines_has_them_run() -> None:
+    """A page that shows the bundled examples in a code block has its lines
+    found to run (the gate on the example: docs/review-contract.md)."""
+    run = {c.source for c in EXAMPLES}
+    for page in _doc_files(REPO, PAGES):
+        text = page.read_text(encoding="utf-8")
+        if re.search(r"^\s*(\$ )?santa .*examples/", text, flags=re.MULTILINE):
+            assert str(page.relative_to(REPO)) in run, page
+    assert "docs/review-contract.md" in run
+
+
+_REPO_PATH = re.compile(r"`((?:[A-Za-z0-9_.\-]+/)+[A-Za-z0-9_.\-]+\.[a-z]+)`")
+
+
+def test_the_pages_name_files_where_they_are() -> None:
+    """A file README or a docs/ page names by its path in the repository (or
+    in the package, as `santa_method/...`) is there: a reader who opens it
+    finds it."""
+    tops = {p.name for p in REPO.iterdir() if p.is_dir()} | {"santa_method"}
+    named = {
+        (str(page.relative_to(REPO)), m.group(1))
+        for page in _doc_files(REPO, PAGES)
+        for m in _REPO_PATH.finditer(page.read_text(encoding="utf-8"))
+        if m.group(1).split("/", 1)[0] in tops
+    }
+    assert ("docs/headless.md", "scripts/santa_method/headless/backends/base.py") in named
+    assert ("README.md", "examples/config.yaml") in named
+    assert sorted((page, p) for page, p in named if not (REPO / p).exists()) == []

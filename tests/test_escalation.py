@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from _faces import EVERY_FACE
 from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.core.errors import RefusedError
-from santa_method.core.escalation import decide, recurring_flags
+from santa_method.core.escalation import CHECK_ONLY, MAX_REREVIEWS, decide, recurring_flags
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
 from santa_method.state import runs
@@ -55,7 +56,9 @@ def gate(project: Path, opened: dict[str, Any], *flags: dict[str, Any]) -> Any:
     (project / "b.json").write_text(review(opened["canary"], flags, "b"))
     (project / "c.json").write_text(review(opened["canary"], flags, "c"))
     return runs.gate_run(
-        opened["run_id"], review_files=[str(project / "b.json"), str(project / "c.json")]
+        checks=EVERY_FACE,
+        run_id=opened["run_id"],
+        review_files=[str(project / "b.json"), str(project / "c.json")],
     )
 
 
@@ -85,11 +88,43 @@ LICENSE = {"criterion": "completeness", "issue": "No license", "missing": "Licen
 SPEED = {"criterion": "no-hallucination", "issue": "Unsupported claim", "quote": "fastest counter"}
 
 
-def test_cap_with_max_fixes_0(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_check_only_run_reports_its_problems_and_escalates_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """max_fixes 0 is a check: problems end it NAUGHTY, outcome reported."""
     opened = start(capsys, "tally, version 2.0\n", "--source", "files", "--max-fixes", "0")
+    run_id = opened["run_id"]
     result = gate(project, opened, V20)
-    assert_escalated(project, opened["run_id"], result, "fixes exhausted (0 of 0 used)")
+    assert (result.verdict, result.next) == ("NAUGHTY", "report")
     assert "fixer_instruction" not in result.extra
+    assert "fixes exhausted" not in " ".join(result.reasons)
+    assert runs.load_state(run_id).status == "reported"
+    report = project / ".santa" / "runs" / run_id / "report.md"
+    assert result.extra["report"] == str(report)
+    text = report.read_text()
+    assert "A check only" in text and "escalation report" not in text and "Wrong version" in text
+    events = [
+        r for r in runlog.read(project / ".santa" / "log.jsonl").records if r["run_id"] == run_id
+    ]
+    assert events[-1]["event"] == "gate" and events[-1]["next"] == "report"
+    assert not [r for r in events if r["event"] == "escalate"]
+    with pytest.raises(RefusedError):
+        runs.next_round(run_id)
+
+
+def test_a_check_only_run_without_valid_reviews_still_escalates() -> None:
+    """Nothing was checked, so nothing can be reported: a person looks."""
+    decision = decide(
+        "rereview",
+        round_number=1,
+        max_fixes=0,
+        earlier_flags=[],
+        current_flags=[],
+        rereviews=MAX_REREVIEWS,
+    )
+    assert decision.next == "escalate"
+    found = decide("fix", round_number=1, max_fixes=0, earlier_flags=[], current_flags=[])
+    assert (found.next, found.reasons) == ("report", (CHECK_ONLY,))
 
 
 def test_cap_with_max_fixes_1(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,7 +165,7 @@ def test_budget_from_the_config(
                 cost_usd=0.2,
                 tokens=1000,
             )
-        return runs.gate_run(opened["run_id"])
+        return runs.gate_run(checks=EVERY_FACE, run_id=opened["run_id"])
 
     first = store_both(opened, (V20,))
     assert first.next == "fix"  # $0.40 of $0.50
@@ -170,11 +205,17 @@ def test_rereviews_exhausted(project: Path, capsys: pytest.CaptureFixture[str]) 
     run_id = opened["run_id"]
     (project / "b.json").write_text(review(opened["canary"]))
     (project / "bad.json").write_text('{"verdict": "PASS"}')
-    first = runs.gate_run(run_id, review_files=[str(project / "b.json"), str(project / "bad.json")])
+    first = runs.gate_run(
+        checks=EVERY_FACE,
+        run_id=run_id,
+        review_files=[str(project / "b.json"), str(project / "bad.json")],
+    )
     assert first.next == "rereview"
     for n in (1, 2):
         assert runs.next_round(run_id).open_slots == ("C",)
-        result = runs.gate_run(run_id, review_files=[str(project / "bad.json")])
+        result = runs.gate_run(
+            checks=EVERY_FACE, run_id=run_id, review_files=[str(project / "bad.json")]
+        )
         assert result.next == ("rereview" if n == 1 else "escalate")
     assert_escalated(project, run_id, result, "re-reviewed 2 times")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from _faces import EVERY_FACE
 from santa_method.core.errors import RefusedError
 from santa_method.core.fixreport import fixer_order, parse_report
 from santa_method.core.types import MergedIssue
@@ -75,7 +76,11 @@ def _gated(home: Path, *issues: dict) -> runs.RoundOpened:
     opened = open_run(home, source="files")
     (home / "b.json").write_text(review(opened.canary, issues))
     (home / "c.json").write_text(review(opened.canary, issues))
-    result = runs.gate_run(opened.run_id, review_files=[str(home / "b.json"), str(home / "c.json")])
+    result = runs.gate_run(
+        checks=EVERY_FACE,
+        run_id=opened.run_id,
+        review_files=[str(home / "b.json"), str(home / "c.json")],
+    )
     assert result.next == "fix"
     return opened
 
@@ -123,6 +128,26 @@ def test_a_fix_that_changed_nothing_is_refused(home: Path) -> None:
     assert record["event"] == "fix"
     assert record["report"][0]["answer"] == "not an issue"
     assert runs.next_round(opened.run_id).round == 2
+
+
+def test_a_report_with_more_answers_than_problems_is_refused(home: Path) -> None:
+    """The fixer answered problems its assignment never listed: it read some
+    other list (a stale assignment, its own idea of the flags), so its fix
+    is no answer to this round's problems and is not accepted."""
+    flags = [_flag("a")]
+    assert parse_report("1. fixed: x\n2. fixed: y\n3. not an issue: z", flags).extra == (2, 3)
+    assert parse_report("1. fixed: x\n1. fixed: said again", flags).extra == ()
+    opened = _gated(home, WRONG_VERSION)
+    (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1"))
+    with pytest.raises(RefusedError, match="answers problems 2 and 3, but its assignment lists 1"):
+        runs.log_event(
+            opened.run_id,
+            "fix",
+            data={"notes": "1. fixed: version\n2. fixed: license\n3. fixed: flags"},
+        )
+    assert runs.load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
+    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. fixed: version 2.1"})
+    assert record["event"] == "fix"
 
 
 def test_the_kept_fixer_reply_reaches_the_log_and_the_report(home: Path) -> None:

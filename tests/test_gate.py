@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from _reviews import OUTPUT, fail_review, issue, pass_review, reply, rubric
-from santa_method.core.gate import default_labels, gate, gate_replies
-from santa_method.core.review import validate_object
+from _reviews import OUTPUT, fail_review, issue, pass_review, reply, review_reply, rubric
+from santa_method.core.gate import all_passed, default_labels, gate, gate_replies
+from santa_method.core.review import validate_object, validate_reply
 
 RUBRIC = rubric()
 PASS = reply(pass_review(), "fenced")
@@ -119,3 +119,47 @@ def test_json_form() -> None:
     flag = data["issues"][0]
     assert {"criterion", "issue", "evidence", "flagged_by"} <= set(flag)
     assert flag["quote"] == "--chars"
+
+
+# --- the one rule of NICE ----------------------------------------------------
+
+
+@pytest.mark.parametrize("expected", [1, 2, 3])
+@pytest.mark.parametrize(
+    "replies",
+    [
+        [],
+        [(True, "PASS")],
+        [(True, "PASS"), (True, "PASS")],
+        [(True, "PASS"), (True, "FAIL")],
+        [(True, "PASS"), (False, None)],
+        [(True, "PASS"), (False, "PASS")],
+        [(True, "PASS"), (True, "PASS"), (True, "PASS")],
+    ],
+)
+def test_all_passed_is_exactly_every_expected_reply_a_valid_pass(
+    replies: list[tuple[bool, str | None]], expected: int
+) -> None:
+    want = (
+        expected >= 2
+        and len(replies) == expected
+        and all(valid and verdict == "PASS" for valid, verdict in replies)
+    )
+    assert all_passed(replies, expected) is want
+
+
+@pytest.mark.parametrize(
+    "verdicts", [("PASS", "PASS"), ("PASS", "FAIL"), ("PASS", None), ("PASS",), ("PASS",) * 3]
+)
+def test_the_gate_says_nice_exactly_when_all_passed_holds(verdicts: tuple[str | None, ...]) -> None:
+    """The gate and the later checks of its NICE (ship, the state's own) share one rule."""
+    results = [
+        None
+        if verdict is None
+        else validate_reply(review_reply(failing=() if verdict == "PASS" else ["completeness"]))
+        for verdict in verdicts
+    ]
+    result = gate(results, expected=2)
+    replies = [(o.valid, o.verdict) for o in result.reviews]
+    assert len(replies) == max(len(verdicts), 2)  # a missing reply is a slot, never skipped
+    assert (result.verdict == "NICE") is all_passed(replies, len(replies))

@@ -506,7 +506,7 @@ def test_the_stop_hook_refuses_to_judge_against_edited_run_files(open_round: Pro
         (open_round.root / ".santa" / "runs" / open_round.run_id / "state.json").read_text()
     )["rounds"][-1]["slots"]["B"]
     assert slot["failed"] is True
-    assert any("changed after the round opened" in e for e in slot["errors"])
+    assert any("was changed after round 1 opened" in e for e in slot["errors"])
 
 
 def test_a_crashing_stop_hook_leaves_other_agents_alone(tmp_path: Path) -> None:

@@ -121,7 +121,7 @@ def test_console_script_import_time_lists_no_sdk(tmp_path, inputs) -> None:
 #: (the compiled check accepts it) and fastjsonschema (which only generates
 #: that check), output styling, the YAML of rubrics, fuzzy matching, the SDKs,
 #: detect-secrets for text that cannot hold what its plugins find
-#: (state/redact.py), and pathlib (core/data.py).
+#: (core/redact.py), and pathlib (core/data.py).
 #: bench/helper.py measures the time this saves.
 NOT_ON_THE_VALIDATE_PATH = (
     "jsonschema",
@@ -154,14 +154,50 @@ def test_a_rubric_is_checked_without_either_schema_library(tmp_path, inputs) -> 
     assert _probe(tmp_path, args, modules=modules) == {"code": 0, "loaded": []}
 
 
-def test_a_cold_validate_json_scans_what_could_hold_a_secret(tmp_path, inputs) -> None:
-    # JSON prints every criterion id: 'internal-consistency' is a token long
-    # enough for a detect-secrets plugin, so detect-secrets is loaded to scan it.
+#: A failing review whose issues name the rubric's longest criteria, as
+#: bench/helper.py times it (issue 33, item 7).
+FAILING = {
+    "verdict": "FAIL",
+    "checks": [
+        {"criterion": c, "result": "FAIL" if c.endswith("ness") else "PASS", "detail": ""}
+        for c in (
+            "factual-accuracy",
+            "no-hallucination",
+            "completeness",
+            "compliance",
+            "internal-consistency",
+            "technical-correctness",
+        )
+    ],
+    "critical_issues": [
+        {"criterion": "completeness", "issue": "No License section", "missing": "a License"},
+        {
+            "criterion": "technical-correctness",
+            "issue": "The third example calls a flag the tool does not have, so it fails.",
+            "quote": "tally --chars notes.txt",
+        },
+    ],
+    "suggestions": [],
+}
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_what_validate_prints_loads_no_detect_secrets_when_it_can_hold_none(
+    tmp_path, inputs, as_json
+) -> None:
+    # Every criterion id is printed ('technical-correctness', 21 characters);
+    # no detect-secrets plugin can match one, so printing them, redacted,
+    # costs no import of detect-secrets (core/plugin_screen.py).
+    failing = tmp_path / "failing.json"
+    failing.write_text(json.dumps(FAILING), encoding="utf-8")
     modules = (*NOT_ON_THE_VALIDATE_PATH, "detect_secrets")
-    report = _probe(tmp_path, ["validate", inputs["pass"], "--json"], modules=modules)
-    assert report["code"] == 0
-    assert "detect_secrets" in report["loaded"]
-    assert [m for m in report["loaded"] if m.split(".")[0] != "detect_secrets"] == []
+    for args in (
+        ["validate", inputs["pass"]],
+        ["validate", str(failing), "--rubric", "base", "--against", inputs["output"]],
+    ):
+        report = _probe(tmp_path, args + (["--json"] if as_json else []), modules=modules)
+        assert report["code"] == 0
+        assert [m for m in report["loaded"] if m.split(".")[0] == "detect_secrets"] == []
 
 
 def test_a_reply_the_compiled_check_refuses_gets_jsonschemas_errors(tmp_path) -> None:
@@ -171,14 +207,14 @@ def test_a_reply_the_compiled_check_refuses_gets_jsonschemas_errors(tmp_path) ->
     assert report["code"] == 1 and "jsonschema" in report["loaded"]  # the probe sees it load
 
 
-# Importing state/redact.py compiles none of its patterns: each is compiled
+# Importing core/redact.py compiles none of its patterns: each is compiled
 # the first time it is used, and finds what it found compiled at import.
 REDACT_PROBE = """
 import json, re, sys
 compiled = []
 real = re.compile
 re.compile = lambda *a, **k: compiled.append(a[0]) or real(*a, **k)
-import santa_method.state.redact as redact
+import santa_method.core.redact as redact
 at_import = len(compiled)
 re.compile = real
 key = "sk-ant-" + "a1B2" * 8

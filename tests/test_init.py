@@ -98,6 +98,7 @@ def initialised(repo: Path) -> Path:
     result = json.loads(done.stdout)
     assert set(result["written"]) == VENDORED
     assert result["kept"] == [] and result["settings"] == "updated"
+    assert result["attributes"] == "created"
     return repo
 
 
@@ -163,12 +164,121 @@ def test_a_second_run_changes_nothing(initialised: Path) -> None:
     result = json.loads(done.stdout)
     assert result["written"] == [] and result["kept"] == []
     assert set(result["unchanged"]) == VENDORED
-    assert result["settings"] == "unchanged"
+    assert result["settings"] == "unchanged" and result["attributes"] == "unchanged"
     assert snapshot(initialised) == before
 
     human = santa_init(str(initialised))
     assert human.returncode == 0 and "already up to date" in human.stdout
     assert snapshot(initialised) == before
+
+
+def test_the_log_merges_by_union_and_a_users_attributes_are_kept(repo: Path) -> None:
+    attributes = repo / ".gitattributes"
+    assert santa_init(str(repo)).returncode == 0
+    checked = subprocess.run(
+        ["git", "check-attr", "merge", "--", ".santa/log.jsonl"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert checked.stdout.strip() == ".santa/log.jsonl: merge: union"
+    # A file of the user's: kept whole, the line added once, nothing on a second run.
+    attributes.write_text("*.png binary\n*.sh text eol=lf", encoding="utf-8")
+    done = santa_init(str(repo), "--json")
+    assert json.loads(done.stdout)["attributes"] == "updated"
+    text = attributes.read_text(encoding="utf-8")
+    assert text.startswith("*.png binary\n*.sh text eol=lf\n")
+    assert text.count(".santa/log.jsonl merge=union") == 1
+    assert json.loads(santa_init(str(repo), "--json").stdout)["attributes"] == "unchanged"
+    assert attributes.read_text(encoding="utf-8") == text
+    # A merge of the user's own for the log is theirs to choose.
+    attributes.write_text(".santa/log.jsonl merge=ours\n", encoding="utf-8")
+    human = santa_init(str(repo))
+    assert "kept (it sets its own merge for .santa/log.jsonl)" in human.stdout
+    assert attributes.read_text(encoding="utf-8") == ".santa/log.jsonl merge=ours\n"
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _append_run(log: Path, run_id: str, cost: float) -> None:
+    """A shipped run's records, as the loop writes them."""
+    from santa_method.state import log as runlog
+
+    for event, data in (
+        ("run", {"iteration": 0, "target": "doc.md", "reviewers": 2, "source": "api"}),
+        (
+            "review",
+            {"iteration": 1, "label": "B", "valid": True, "verdict": "PASS", "cost_usd": cost},
+        ),
+        (
+            "review",
+            {"iteration": 1, "label": "C", "valid": True, "verdict": "PASS", "cost_usd": cost},
+        ),
+        ("gate", {"iteration": 1, "verdict": "NICE", "next": "ship", "issues": []}),
+        ("ship", {"iteration": 1}),
+    ):
+        runlog.append(log, {"run_id": run_id, "event": event, **data})
+
+
+def test_a_teams_committed_log_merges_without_conflict_or_doubled_records(repo: Path) -> None:
+    """Two branches append runs, and both log an escape of the same run (one
+    cherry-picks the other's commit); then they merge. git's union merge
+    keeps both sides' lines, so the escape is in the file twice; the log
+    reader counts it once."""
+    from santa_method.state import log as runlog
+
+    assert santa_init(str(repo)).returncode == 0
+    log = repo / ".santa" / "log.jsonl"
+    shipped = "20260101-000000-aaaaaa"
+    _append_run(log, shipped, 0.01)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "checkout", "-q", "-b", "one")
+    runlog.append(
+        log, {"run_id": shipped, "event": "escape", "description": "a wrong date shipped"}
+    )
+    _git(repo, "commit", "-q", "-am", "the escape of the shipped run")
+    _git(repo, "checkout", "-q", "-")
+    _git(repo, "checkout", "-q", "-b", "two")
+    _append_run(log, "20260103-000000-cccccc", 0.04)
+    _git(repo, "commit", "-q", "-am", "two")
+    _git(repo, "cherry-pick", "one")  # with merge=union, no conflict
+    _append_run(log, "20260104-000000-dddddd", 0.08)
+    _git(repo, "commit", "-q", "-am", "two again")
+    _git(repo, "checkout", "-q", "one")
+    _append_run(log, "20260105-000000-eeeeee", 0.16)
+    _git(repo, "commit", "-q", "-am", "one again")
+    _git(repo, "merge", "-q", "two", "-m", "merge")
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 22 and len(set(lines)) == 21  # the escape, twice
+
+    def santa(*args: str) -> Any:
+        done = subprocess.run(
+            [SANTA, *args, "--json", "--log", str(log)],
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        return json.loads(done.stdout)
+
+    metrics = santa("metrics")
+    assert metrics["runs"] == {"total": 4, "shipped": 4, "escalated": 0, "reported": 0, "open": 0}
+    assert metrics["escape_rate"] == pytest.approx(1 / 4)
+    rows = {r["run_id"]: r for r in santa("runs")}
+    assert rows[shipped]["escapes"] == 1
 
 
 def test_a_locally_edited_file_is_kept_unless_forced(initialised: Path) -> None:

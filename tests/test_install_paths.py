@@ -1,4 +1,4 @@
-"""Every install path the README documents, run as a user runs it.
+"""Every install path README (and docs/) documents, run as a user runs it.
 
 Why: a marketplace that is a folder is copied whole by Claude Code,
 git-ignored files included, so an install from the wrong folder ships a
@@ -27,6 +27,8 @@ from test_plugin_manifest import cli_env, run_claude
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+# The pages for people: README and docs/ (docs/headless.md installs a backend's extra).
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MAX_CACHE_BYTES = 5 * 1024 * 1024
 LOCAL_ONLY = (".venv", ".env", ".santa")
 OWNER_REPO = "santa-owner/santa-method"
@@ -110,10 +112,11 @@ def assert_clean(copy: Path) -> None:
 
 
 def pip_targets() -> list[tuple[str, str]]:
-    """(line, package argument) for every `pip install` in README's commands."""
+    """(line, package argument) for every `pip install` in the pages' commands."""
     found = []
-    spans = re.findall(r"`([^`\n]*pip install[^`\n]*)`", README)
-    lines = [line for block in code_blocks(README) for line in block.splitlines()]
+    texts = [page.read_text(encoding="utf-8") for page in PAGES]
+    spans = [s for text in texts for s in re.findall(r"`([^`\n]*pip install[^`\n]*)`", text)]
+    lines = [line for text in texts for block in code_blocks(text) for line in block.splitlines()]
     for line in [*spans, *lines]:
         for command in re.split(r"&&|;", line.split("#", 1)[0]):
             if "pip install" not in command:
@@ -148,8 +151,8 @@ def test_no_message_tells_anyone_to_install_by_name() -> None:
             if path.is_file() and path.suffix in ("", ".py", ".sh", ".md", ".json"):
                 text = path.read_text(encoding="utf-8", errors="replace")
                 assert not pattern.search(text), path
-    for doc in ("SKILL.md", "README.md"):
-        assert not pattern.search((ROOT / doc).read_text(encoding="utf-8")), doc
+    for doc in (ROOT / "SKILL.md", *PAGES):
+        assert not pattern.search(doc.read_text(encoding="utf-8")), doc
 
 
 def test_readme_never_adds_a_working_folder_as_a_marketplace() -> None:

@@ -184,6 +184,21 @@ def test_damaged_lines_are_skipped_and_reported(tmp_path: Path) -> None:
     assert read.warnings()[0] == f"{path} line 2: {reasons[0]}; skipped"
 
 
+def test_an_exact_copy_of_a_line_is_read_once(tmp_path: Path) -> None:
+    """What git's union merge of a committed log makes (test_init shows it
+    with a real merge): a record both branches hold, twice."""
+    path = tmp_path / "log.jsonl"
+    first = log.append(path, {"run_id": "r", "event": "escape", "description": "late"})
+    line = path.read_bytes()
+    second = log.append(path, {"run_id": "r", "event": "escape", "description": "late"})
+    with open(path, "ab") as handle:
+        handle.write(line)
+        handle.write(line.rstrip(b"\n") + b"\r\n")  # as a checkout with CRLF endings has it
+    read = log.read(path)
+    assert read.records == (first, second) and read.damaged == ()
+    assert read.duplicates == 2 and read.warnings() == []
+
+
 ODD_LINES = [
     b'{"ts": "2025-01-01T00:00:00Z", "run_id": "r", "event": "fix", "iteration": 1, '
     b'"notes": "lone \\ud800", "tokens": 123456789012345678901234567890}',

@@ -476,7 +476,7 @@ def test_ship_is_refused_when_the_state_says_nice_but_the_log_does_not(
     ]
 
 
-@pytest.mark.parametrize(("max_fixes", "next_step"), [(3, "fix"), (0, "escalate")])
+@pytest.mark.parametrize(("max_fixes", "next_step"), [(3, "fix"), (0, "report")])
 def test_a_lone_surrogate_in_a_review_is_gated_through_the_cli(
     project: Path, capsys: pytest.CaptureFixture[str], max_fixes: int, next_step: str
 ) -> None:
@@ -509,9 +509,14 @@ def test_no_round_past_the_cap(
             opened = json.loads(
                 cli(capsys, "round", "start", "--run", opened["run_id"], "--json")[1]
             )
-    assert result["next"] == "escalate" and result["report"].endswith("report.md")
+    # A check only (0) reports its problems; a fix loop past its cap escalates.
+    ended = "report" if max_fixes == 0 else "escalate"
+    assert result["next"] == ended and result["report"].endswith("report.md")
     message = refused(capsys, "round", "start", "--run", opened["run_id"])
-    assert f"round {max_fixes + 2} would pass the cap of {max_fixes + 1} round" in message
+    if max_fixes == 0:
+        assert "is reported" in message
+    else:
+        assert f"round {max_fixes + 2} would pass the cap of {max_fixes + 1} round" in message
 
 
 def test_an_escalated_run_takes_no_more_steps(

@@ -173,7 +173,7 @@ def result(fixture_log: Path) -> dict:
 
 
 def test_outcomes_and_counts(result: dict, fixture_log: Path) -> None:
-    assert result["runs"] == {"total": 6, "shipped": 3, "escalated": 1, "open": 2}
+    assert result["runs"] == {"total": 6, "shipped": 3, "escalated": 1, "reported": 0, "open": 2}
     views = {r.run_id: r for r in runs_from_records(log.read(fixture_log).records)}
     assert {k: v.outcome for k, v in views.items()} == {
         "R1": "shipped",
@@ -292,7 +292,7 @@ def test_since_keeps_whole_runs(fixture_log: Path) -> None:
 
 def test_empty_log_has_no_rates() -> None:
     r = compute([])
-    assert r["runs"] == {"total": 0, "shipped": 0, "escalated": 0, "open": 0}
+    assert r["runs"] == {"total": 0, "shipped": 0, "escalated": 0, "reported": 0, "open": 0}
     for key in ("first_pass_rate", "mean_rounds_to_nice", "escalation_rate", "escape_rate"):
         assert r[key] is None
     assert r["pass_at_k"] == {"1": None, "2": None, "3": None, "4": None}
@@ -607,3 +607,13 @@ def test_runs_read_from_the_log_give_the_same_metrics(fixture_log: Path) -> None
                 if r["event"] == "review" and r["iteration"] == iteration
             }
             assert dict(view.reviews[iteration]) == latest
+
+
+def test_one_run_is_counted_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    g = Log(tmp_path / "log.jsonl")
+    g.add("R1", "run", 0, target="a.md", reviewers=2)
+    assert main(["metrics", "--log", str(g.path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 run: 0 shipped, 0 escalated, 1 open" in out and "1 runs" not in out

@@ -43,6 +43,9 @@ def test_wheel_works_without_the_source_tree(tmp_path: Path) -> None:
         "santa_method/py.typed",  # the package's type hints are for its users too
         "santa_method/view/assets/app.js",
         "santa_method/view/assets/style.css",
+        "santa_method/_data/examples/output.md",  # santa demo's example and replies
+        "santa_method/_data/examples/spec.md",
+        "santa_method/_data/examples/demo/replies/manifest.json",
     ):
         assert expected in names, expected
     # A pure-Python wheel installs by unpacking; put it first on the path so
@@ -110,3 +113,13 @@ def test_wheel_works_without_the_source_tree(tmp_path: Path) -> None:
         .read_text()
         .startswith("---\nname: santa-reviewer")
     )
+    demo = subprocess.run(
+        [sys.executable, "-m", "santa_method", "demo", "--dir", str(tmp_path / "demo"), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert demo.returncode == 0, demo.stderr
+    assert '"verdict": "NICE"' in demo.stdout
+    assert f'"replayed": "{site}' in demo.stdout  # the wheel's own copy of the replies

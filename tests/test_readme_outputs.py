@@ -1,13 +1,13 @@
-"""README's `console` blocks print what README says they print.
+"""The `console` blocks of README and docs/ print what they say they print.
 
 A block is `$ santa ...` lines, each followed by the output it shows; `| head
 -n N` keeps the first N lines. Every command runs for real in a copy of
 `examples/` with its own `.santa/`, and the output must match line for line
 once the two things that change per machine are put aside: the project's
-path (README writes /path/to/project) and a batch's id.
+path (the docs write /path/to/project) and a batch's id.
 
-The example batch itself is held to its generator, so README's numbers
-belong to the file that ships.
+The example batch itself is held to its generator, so the numbers the docs
+show (docs/batches.md) belong to the file that ships.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SANTA = str(Path(sys.executable).parent / "santa")
-README = REPO / "README.md"
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _BATCH_ID = re.compile(r"\bb-\d{8}-\d{6}-[0-9a-f]+\b")
 _HEAD = re.compile(r"^(?P<cmd>.*?)\s*\|\s*head -n (?P<n>\d+)$")
 
@@ -46,11 +46,16 @@ def console_examples(text: str) -> list[tuple[int, str, list[str]]]:
     return found
 
 
-EXAMPLES = console_examples(README.read_text(encoding="utf-8"))
+EXAMPLES = [
+    (f"{page.relative_to(REPO)}:{number}", command, shown)
+    for page in PAGES
+    for number, command, shown in console_examples(page.read_text(encoding="utf-8"))
+]
 
 
-def test_readme_shows_sample_and_batch_plan_output() -> None:
-    shown = " ".join(command for _, command, _ in EXAMPLES)
+def test_the_batches_page_shows_sample_and_batch_plan_output() -> None:
+    batches = [e for e in EXAMPLES if e[0].startswith("docs/batches.md:")]
+    shown = " ".join(command for _, command, _ in batches)
     assert "santa sample examples/batch/" in shown and "santa batch plan examples/batch/" in shown
     assert all(output for _, _, output in EXAMPLES)
 
@@ -59,16 +64,16 @@ def _normalise(lines: list[str], root: Path) -> list[str]:
     return [_BATCH_ID.sub("b-ID", line.replace(str(root), "/path/to/project")) for line in lines]
 
 
-@pytest.mark.parametrize(("number", "command", "shown"), EXAMPLES, ids=lambda x: str(x)[:60])
-def test_readme_console_output_is_what_the_command_prints(
-    number: int, command: str, shown: list[str], tmp_path: Path
+@pytest.mark.parametrize(("where", "command", "shown"), EXAMPLES, ids=lambda x: str(x)[:60])
+def test_console_output_is_what_the_command_prints(
+    where: str, command: str, shown: list[str], tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
     project.mkdir()
     shutil.copytree(REPO / "examples", project / "examples")
     head = _HEAD.match(command)
     tokens = shlex.split(head.group("cmd") if head else command)
-    assert tokens[0] == "santa", f"README.md:{number}: only santa commands are run"
+    assert tokens[0] == "santa", f"{where}: only santa commands are run"
     env = {
         "PATH": f"{Path(SANTA).parent}:/usr/bin:/bin",
         "HOME": str(tmp_path),
@@ -79,11 +84,11 @@ def test_readme_console_output_is_what_the_command_prints(
     done = subprocess.run(
         [SANTA, *tokens[1:]], capture_output=True, text=True, cwd=project, env=env, timeout=120
     )
-    assert done.returncode == 0, f"README.md:{number}: exit {done.returncode}: {done.stderr}"
+    assert done.returncode == 0, f"{where}: exit {done.returncode}: {done.stderr}"
     printed = done.stdout.splitlines()
     if head:
         printed = printed[: int(head.group("n"))]
-    assert _normalise(printed, project) == _normalise(shown, project), f"README.md:{number}"
+    assert _normalise(printed, project) == _normalise(shown, project), where
 
 
 def test_the_example_batch_is_what_its_generator_writes() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from santa_method.state.redact import Finding, find_secrets, redact, redact_text
+from santa_method.core.redact import Finding, find_secrets, redact, redact_text
 
 # Planted, syntactically valid, fake credentials.
 ANTHROPIC = (
@@ -206,25 +207,6 @@ def test_property_structure_is_kept(value: object) -> None:
     json.dumps(out)  # still serialisable
 
 
-def test_the_speed_gates_are_implied_by_the_plugins_own_keywords() -> None:
-    """A plugin skipped by its gate must be unable to match: every keyword the
-    plugin knows contains one of the gate's words, in each spelling its regex allows."""
-    from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-    from detect_secrets.plugins.keyword import DENYLIST
-
-    from santa_method.state.redact import GATES
-
-    for entry in DENYLIST:
-        for spelling in (entry.replace("_?", ""), entry.replace("_?", "_")):
-            assert any(w in spelling.lower() for w in GATES["KeywordDetector"]), entry
-    pattern = IbmCloudIamDetector.denylist[0].pattern
-    assert "(?:key|pwd|password|pass|token)" in pattern
-    for alternative in ("key", "pwd", "password", "pass", "token"):
-        assert any(w in alternative for w in GATES["IbmCloudIamDetector"]), alternative
-    ibm = 'ibm_cloud_iam_api_key = "abcdefghijklmnopqrstuvwxyz0123456789ABCD_-"'
-    assert "abcdefghij" not in redact_text(ibm)
-
-
 # --- secrets quoted alone (no KEY= context), and what must survive them ---------
 
 BARE_AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -338,34 +320,12 @@ def test_santas_own_tokens_survive() -> None:
 
 
 def test_redact_json_redacts_every_string_and_keeps_the_shape() -> None:
-    from santa_method.state.redact import redact_json
+    from santa_method.core.redact import redact_json
 
     data = {"quote": BARE_AWS_SECRET, "n": 3, "list": [PEM_BODY], "sha": SHA}
     out = redact_json(data)
     assert BARE_AWS_SECRET not in json.dumps(out)
     assert out["n"] == 3 and out["sha"] == SHA and list(out) == list(data)
-
-
-@pytest.mark.parametrize(
-    "secret",
-    [
-        AWS,
-        GITHUB,
-        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
-        "sk_live_abcdefghijklmnopqrstuvwx",
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-        "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",
-        "AKCp8ihpFnGZpiPTdBWfDyTW1QH7WdpF6AuhiTnLj5kj8JZ9y2EHKHg9jHmYrhG5A8oHPFNDD",
-    ],
-)
-def test_the_plugin_gate_lets_every_plugin_format_through(secret: str) -> None:
-    """Plugins are skipped on text that cannot hold what they find; each
-    format they know still reaches them."""
-    from santa_method.state.redact import _could_hold_plugin_secret
-
-    line = f"value {secret} here"
-    assert _could_hold_plugin_secret(line, line.lower())
-    assert secret not in redact_text(line)
 
 
 def test_plain_verdict_text_does_not_load_detect_secrets() -> None:
@@ -376,7 +336,7 @@ def test_plain_verdict_text_does_not_load_detect_secrets() -> None:
 
     probe = (
         "import sys\n"
-        "from santa_method.state.redact import redact_text\n"
+        "from santa_method.core.redact import redact_text\n"
         "redact_text('valid review, verdict PASS\\n  warning: quotes were not checked')\n"
         "print('detect_secrets' in sys.modules)\n"
     )
@@ -457,7 +417,7 @@ def test_a_url_encoded_key_is_judged_decoded() -> None:
 def test_one_case_keys_are_not_taken_for_names() -> None:
     """Capitals and digits, or small letters and digits, are no CamelCase:
     such keys are judged by their entropy, as before names were kept."""
-    from santa_method.state.redact import _is_name
+    from santa_method.core.redact import _is_name
 
     rng = random.Random(13)
     for alphabet in (
@@ -483,3 +443,92 @@ def test_vowelless_words_alone_do_not_make_a_name() -> None:
         if key in redact_text(f"see {key} here")
     ]
     assert missed == []
+
+
+# --- a URL's userinfo (issue 29, item 5) ------------------------------------------
+
+URL_PASSWORD = "Qw7!H6qEzVFSU7"
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            f"postgres://admin:{URL_PASSWORD}@db.internal:5432/app",
+            "postgres://[REDACTED:Basic Auth Credentials]@db.internal:5432/app",
+        ),
+        (
+            f"DATABASE_URL=postgres://admin:{URL_PASSWORD}@db.internal:5432/app",
+            "DATABASE_URL=postgres://[REDACTED:Basic Auth Credentials]@db.internal:5432/app",
+        ),
+        (
+            "redis://:p@ss#w/rd:x!$1@cache.internal:6379/0",
+            "redis://[REDACTED:Basic Auth Credentials]@cache.internal:6379/0",
+        ),
+        (
+            'url: "amqp://guest:h@ck/er#1@mq.internal" (line 4)',
+            'url: "amqp://[REDACTED:Basic Auth Credentials]@mq.internal" (line 4)',
+        ),
+        (
+            "see (https://deploy:S3cr3t$Pa55@git.example.com/org/repo.git).",
+            "see (https://[REDACTED:Basic Auth Credentials]@git.example.com/org/repo.git).",
+        ),
+        (
+            "ftp://ann@example.com:pw!1@files.example.com/in",
+            "ftp://[REDACTED:Basic Auth Credentials]@files.example.com/in",
+        ),
+        (
+            "proxy https://x.example/?next=http://u:p!@inner.example/a done",
+            "proxy https://x.example/?next=http://[REDACTED:Basic Auth Credentials]@inner.example/a"
+            " done",
+        ),
+    ],
+)
+def test_a_urls_password_goes_whatever_its_characters(text: str, shown: str) -> None:
+    assert redact_text(text) == shown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "write to ann@example.com",
+        "ssh in as user@host",
+        "git@github.com:org/repo",
+        "clone https://user@host/repo or ssh://git@github.com:22/org/repo.git",
+        "https://medium.com/@ann/post-about-it",
+        "https://en.wikipedia.org/wiki/User:Ann@Home",
+        "https://example.com:8443/path?q=1#top",
+        "http://localhost:5173/@vite/client",
+        "mailto:ann@example.com",
+        "the ratio 3:1 @ 20 C",
+    ],
+)
+def test_addresses_and_urls_without_a_password_are_kept(text: str) -> None:
+    assert redact_text(text) == text
+
+
+_NO_SPACE = st.characters(blacklist_categories=("Cs",)).filter(lambda c: not c.isspace())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    scheme=st.from_regex(r"[a-z][a-z0-9+.\-]{0,9}", fullmatch=True),
+    user=st.from_regex(r"[A-Za-z0-9._~\-]{0,12}", fullmatch=True),
+    password=st.text(_NO_SPACE, min_size=1, max_size=40),
+    host=st.sampled_from(["db.internal", "db.internal:5432", "10.0.0.7", "[::1]:8080", "h"]),
+    path=st.sampled_from(["", "/", "/app", "/org/repo.git?x=1#y"]),
+    before=st.sampled_from(["", "DATABASE_URL=", 'url = "', "see (", "`", "x "]),
+    after=st.sampled_from(["", '"', ")", "`", ".", " and more", "\nnext line"]),
+)
+def test_property_a_urls_userinfo_is_always_inside_a_redaction(
+    scheme: str, user: str, password: str, host: str, path: str, before: str, after: str
+) -> None:
+    """`scheme://user:pass@host` loses its userinfo whatever the password's
+    characters (`@`, `#`, `/`, `:`, `!`, `$`, quotes, any script), except one
+    that is only a port and a `/`, which reads as `host:port/@path`."""
+    assume(not re.fullmatch(r"[0-9]{1,5}/", password))
+    text = f"{before}{scheme}://{user}:{password}@{host}{path}{after}"
+    start = len(before) + len(scheme) + 3
+    end = start + len(user) + 1 + len(password)
+    assert any(f.start <= start and end <= f.end for f in find_secrets(text)), text
+    assert f":{password}@" not in redact_text(text)

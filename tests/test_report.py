@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _faces import EVERY_FACE
 from _reviews import review_reply
 from santa_method.cli import main
 from santa_method.state import report as reports
@@ -75,7 +76,10 @@ def escalated(santa_project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
     run_id = opened["run_id"]
     (tmp_path / "b.json").write_text(review(opened["canary"], (V20, LEAK, GHOST), "b"))
     (tmp_path / "c.json").write_text(review(opened["canary"], (V20, LEAK), "c"))
-    assert runs.gate_run(run_id, review_files=["b.json", "c.json"]).next == "fix"
+    assert (
+        runs.gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next
+        == "fix"
+    )
     (tmp_path / "out.md").write_text(OUTPUT_2)
     runs.log_event(
         run_id, "fix", data={"changed": "version set to 2.1", "cost_usd": 0.05, "tokens": 300}
@@ -83,7 +87,10 @@ def escalated(santa_project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
     second = runs.next_round(run_id)
     (tmp_path / "b.json").write_text(review(second.canary, (LEAK, LICENSE, GHOST), "b2"))
     (tmp_path / "c.json").write_text(review(second.canary, (LEAK, LICENSE), "c2"))
-    assert runs.gate_run(run_id, review_files=["b.json", "c.json"]).next == "escalate"
+    assert (
+        runs.gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next
+        == "escalate"
+    )
     return tmp_path, run_id
 
 

@@ -116,3 +116,25 @@ def test_the_texts_say_when_to_verify_without_fixing(text: str) -> None:
     assert "`--max-fixes 0`" in flat
     assert "ask them" in flat  # before their file is changed, unless they asked for fixes
     # (test_escalation proves a run with `--max-fixes 0` escalates at its first NAUGHTY gate.)
+
+
+FIXER_AGENT = (ROOT / "agents" / "fixer.md").read_text(encoding="utf-8")
+
+
+def _fixer_rules() -> str:
+    from santa_method.core.assignments import FIXER_RULES
+
+    return FIXER_RULES
+
+
+@pytest.mark.parametrize("text", [FIXER_AGENT, _fixer_rules()], ids=["fixer.md", "assignment"])
+def test_the_fixer_may_use_a_fact_a_flag_states_that_it_can_check(text: str) -> None:
+    """A correction a reviewer spells out (the spec's version, the line the
+    output contradicts) is no question for a person: asking would escalate
+    every such run, a `last` run's above all. Only a fact that neither the
+    spec, the output nor a checkable flag gives is asked for."""
+    flat = " ".join(text.split())
+    assert "Facts come from the spec, the output and the flags." in flat
+    assert "Use a fact a flag states when you can check it against the output or the spec" in flat
+    assert "needs a fact none of them gives" in flat
+    assert "neither the spec nor the output" not in flat

@@ -61,9 +61,8 @@ def test_a_provenance_check_gets_what_the_round_asked_and_the_slot(monkeypatch):
         seen.append((asked, slot))
         return "checked"
 
-    monkeypatch.setitem(sources._CHECKS, state.source, check)
     slot = Slot(reply="r", stored="now", agent_id="a")
-    assert sources.provenance_problem(state, slot) == "checked"
+    assert sources.provenance_problem(state, slot, {state.source: check}) == "checked"
     current = state.rounds[-1]
     assert seen == [(sources.Asked(current.instruction, current.assignment), slot)]
 

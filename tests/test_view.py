@@ -104,6 +104,73 @@ def test_a_run_page_shows_both_reviewers_and_who_raised_what(viewed):
     assert second["verdict"] == "NICE" and "problems" not in second
 
 
+def test_a_run_page_has_each_reply_whole_with_its_model_tokens_cost_and_time(viewed):
+    from santa_method.state import runs
+
+    run_id = viewed["runs"]["year"].run_id
+    data = data_of(viewed["root"])
+    first = run_of(data, run_id)["detail"]["rounds"][0]
+    slots = runs.load_state(run_id).rounds[0].slots
+    b, c = first["reviews"]
+    assert b["reply"] == slots["B"].reply and c["reply"] == slots["C"].reply  # whole, as it came
+    # A model is named once for the page, and each reviewer's once for the run.
+    models, by = data["models"], run_of(data, run_id)["detail"]["models_by"]
+    assert (models[by["B"]], models[by["C"]]) == ("claude-sonnet-4-5", "claude-haiku-4-5")
+    assert "model" not in b and "model" not in c  # theirs is the run's
+    assert (b["tokens"], b["cost"]) == (2300, 0.0042)
+    assert all(isinstance(v["s"], float) and v["s"] >= 0 for v in (b, c))  # seconds
+    fix = first["fix"]
+    assert (models[fix["model"]], fix["tokens"], fix["cost"]) == ("claude-sonnet-4-5", 1300, 0.003)
+    assert isinstance(fix["s"], float)
+
+
+def test_a_table_row_says_how_many_problems_and_why_the_run_ended(viewed):
+    data = data_of(viewed["root"])
+    row = {name: run_of(data, r.run_id) for name, r in viewed["runs"].items()}
+    # A shipped run's reason is the page's to say (test_view_browser): most runs ship.
+    assert row["year"]["problems"] == [2, 0] and "ended" not in row["year"]
+    assert row["clean"]["problems"] == [0, 0]
+    assert row["price"]["problems"] == [1, 1]
+    assert row["price"]["ended"].startswith("needs-input (the fixer asked a question")
+    assert row["stuck"]["ended"].startswith("fixes exhausted")
+
+
+def test_a_check_only_run_s_row_says_it_reported_its_problems(tmp_path, monkeypatch):
+    from santa_method.headless import verify_sync
+
+    isolate(monkeypatch, tmp_path)
+    target = tmp_path / "a.md"
+    target.write_text(vp.README_YEAR)
+    result = verify_sync(
+        vp.SPEC, target, options=VerifyOptions(backend=vp.ScriptedModel(), max_fixes=0)
+    )
+    row = run_of(data_of(tmp_path), result.run_id)
+    assert row["verdict"] == "NAUGHTY" and row["problems"] == [2, 2]
+    assert row["ended"] == "a check (no fixes): problems reported in round 1"
+
+
+def test_a_secret_in_a_reviewer_s_reply_is_redacted_on_the_page(tmp_path, monkeypatch):
+    from santa_method.headless import verify_sync
+
+    isolate(monkeypatch, tmp_path)
+    key = "sk-ant-api03-" + "W" * 40
+
+    class Telling(vp.ScriptedModel):
+        async def review(self, request: Any) -> Any:
+            import dataclasses
+
+            reply = await super().review(request)
+            return dataclasses.replace(reply, text=reply.text + f"\n(I tried the key {key}.)")
+
+    target = tmp_path / "a.md"
+    target.write_text(vp.README_OK)
+    result = verify_sync(vp.SPEC, target, options=VerifyOptions(backend=Telling()))
+    (review,) = run_of(data_of(tmp_path), result.run_id)["detail"]["rounds"][0]["reviews"][:1]
+    assert key not in review["reply"] and "[REDACTED:Anthropic API Key]" in review["reply"]
+    html = write_view(log_path=tmp_path / ".santa" / "log.jsonl", home=tmp_path / ".santa")
+    assert key not in html.path.read_text(encoding="utf-8")
+
+
 def test_an_escalated_run_shows_why_and_the_fixers_question(viewed):
     data = data_of(viewed["root"])
     run = run_of(data, viewed["runs"]["price"].run_id)
@@ -523,3 +590,14 @@ def test_needs_input_questions_come_from_the_notes_or_the_record():
     assert fix_report({"notes": notes})["questions"] == ["what is the price?", "who owns it?"]
     asked = fix_report({"notes": "", "questions": ["the SKU?", {"question": "the date?"}]})
     assert asked["questions"] == ["the SKU?", "the date?"]
+
+
+def test_one_run_and_one_batch_are_counted_in_the_singular(tmp_path, monkeypatch, capsys):
+    isolate(monkeypatch, tmp_path)
+    runlog.append(
+        tmp_path / ".santa" / "log.jsonl",
+        {"run_id": "R1", "event": "run", "iteration": 0, "target": "a.md", "reviewers": 2},
+    )
+    assert main(["view"]) == 0
+    out = capsys.readouterr().out
+    assert ": 1 run, 0 batches" in out and "1 runs" not in out

@@ -63,8 +63,8 @@ class Visit:
     """One page in a fresh browser context, recording what a person cannot see:
     console errors, script errors, and every request (any but file:// is aborted)."""
 
-    def __init__(self, browser: Any, path: Path) -> None:
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser: Any, path: Path, width: int = 1280) -> None:
+        self.context = browser.new_context(viewport={"width": width, "height": 900})
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.context.route("**/*", self._route)
@@ -105,8 +105,8 @@ class Visit:
 def page_of(browser: Any) -> Iterator[Any]:
     visits: list[Visit] = []
 
-    def visit(path: Path) -> Visit:
-        visits.append(Visit(browser, path))
+    def visit(path: Path, width: int = 1280) -> Visit:
+        visits.append(Visit(browser, path, width))
         return visits[-1]
 
     yield visit
@@ -162,7 +162,7 @@ def test_the_table_sorts_filters_and_links(built, page_of, monkeypatch):
     page.click("#table th:has-text('rounds')")  # a new column sorts ascending
     rounds = [
         int(c.inner_text().split()[0])
-        for c in page.locator("#table tbody td.num:nth-child(5)").all()
+        for c in page.locator("#table tbody td[data-label=rounds]").all()
     ]
     assert rounds == sorted(rounds)
     page.click(f"#table a:has-text('{year}')")
@@ -194,6 +194,85 @@ def test_a_run_page_shows_both_reviewers_flags(built, page_of, monkeypatch):
     png = page.screenshot(full_page=False)
     assert not_blank(png)
     keep_screenshot(page)
+
+
+def test_a_run_page_shows_each_reply_whole_with_its_model_tokens_cost_and_time(
+    built, page_of, monkeypatch
+):
+    from santa_method.state import runs
+
+    run_id = built["runs"]["year"].run_id
+    page = page_of(page_for(built, monkeypatch)).open("#run/" + run_id)
+    replies = page.locator("#round-1 .replies details.reply")
+    assert replies.count() == 2
+    b = replies.nth(0)
+    summary = b.locator("summary").inner_text()
+    assert summary.startswith("Reviewer B's reply")
+    assert "claude-sonnet-4-5 · 2,300 tokens · $0.0042 · " in summary and summary.endswith(" s")
+    raw = b.locator("pre.raw")
+    assert raw.is_hidden()  # folded until asked for
+    b.locator("summary").click()
+    assert raw.is_visible()
+    slot = runs.load_state(run_id).rounds[0].slots["B"]
+    assert raw.inner_text() == slot.reply  # whole, as it came back
+    fixer = page.locator("#round-1 .fix")
+    assert (
+        "claude-sonnet-4-5 · 1,300 tokens · $0.0030 · " in fixer.locator("h3 .facts").inner_text()
+    )
+    fixer.locator("details.reply summary").click()
+    assert "1. fixed: the year is now 2024" in fixer.locator("pre.raw").inner_text()
+
+
+def test_the_table_says_how_many_problems_and_why_each_run_ended(built, page_of, monkeypatch):
+    page = page_of(page_for(built, monkeypatch)).page
+
+    def cells(name: str) -> tuple[str, str]:
+        row = page.locator(f"#table tbody tr[data-id='{built['runs'][name].run_id}']")
+        return (
+            row.locator("td[data-label=problems]").inner_text(),
+            row.locator("td[data-label='why it ended']").inner_text(),
+        )
+
+    assert cells("year") == ("2 → 0", "shipped: NICE in round 2")
+    problems, why = cells("price")
+    assert problems == "1" and why.startswith("needs-input (the fixer asked a question")
+    assert cells("stuck")[1].startswith("fixes exhausted")
+    page.click("#table th:has-text('problems')")
+    counts = [
+        int(c.inner_text().split()[0])
+        for c in page.locator("#table tbody tr:not([data-id^='b-']) td[data-label=problems]").all()
+    ]
+    assert counts == sorted(counts)
+
+
+def test_nothing_is_wider_than_a_400_px_screen(built, page_of, monkeypatch):
+    """At 400 px the page fits the screen: the table's rows become cards, and
+    no round, table or text pushes the page sideways."""
+    v = page_of(page_for(built, monkeypatch), width=400)
+    page = v.page
+
+    def width() -> int:
+        return int(page.evaluate("document.documentElement.scrollWidth"))
+
+    assert width() == 400
+    assert page.locator("#table thead").is_hidden()
+    row = page.locator("#table tbody tr").first
+    kind, verdict = row.locator("td[data-label=kind]"), row.locator("td[data-label=verdict]")
+    assert kind.bounding_box()["y"] < verdict.bounding_box()["y"]  # a card: one field a line
+    label = page.evaluate(
+        "e => getComputedStyle(e, '::before').content", row.locator("td").first.element_handle()
+    )
+    assert label == '"kind"'
+    assert not_blank(page.screenshot(full_page=True))
+    for name in built["runs"]:
+        page = v.open("#run/" + built["runs"][name].run_id)
+        page.wait_for_selector("#page h1")
+        # Every fold open (the replies too), as a reader would leave them.
+        page.evaluate("document.querySelectorAll('#page details').forEach(d => { d.open = true; })")
+        assert width() == 400, name
+    page = v.open("#batch/" + built["batch"].batch_id)
+    page.wait_for_selector("#page h1")
+    assert width() == 400
 
 
 def keep_screenshot(page: Any) -> None:

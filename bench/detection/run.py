@@ -69,6 +69,7 @@ from santa_method.cli._io import add_budget_option  # noqa: E402
 from santa_method.core.errors import BackendError, InputError  # noqa: E402
 from santa_method.core.gate import default_labels  # noqa: E402
 from santa_method.core.rubric import load_rubric  # noqa: E402
+from santa_method.core.yaml_safe import safe_load  # noqa: E402
 from santa_method.headless.backends import prices  # noqa: E402
 from santa_method.headless.loop import VerifyResult, verify  # noqa: E402
 from santa_method.headless.options import VerifyOptions  # noqa: E402
@@ -117,8 +118,8 @@ def _read_case(folder: Path, criteria: Sequence[str]) -> Case:
     try:
         spec = (folder / "spec.md").read_text(encoding="utf-8")
         output = outputs[0].read_text(encoding="utf-8")
-        manifest = yaml.safe_load((folder / "case.yaml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        manifest = safe_load((folder / "case.yaml").read_text(encoding="utf-8"), unique_keys=True)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
         raise InputError(f"case {name}: {exc}") from None
     if not isinstance(manifest, dict):
         raise InputError(f"case {name}: case.yaml must be a mapping")
@@ -731,7 +732,7 @@ def backend_factory(
     """
     if name in ("anthropic", "claude"):
         from santa_method.headless.backends.base import require_prerequisites
-        from santa_method.headless.reviewing import resolve_backend
+        from santa_method.headless.routing import resolve_backend
 
         # No key, no SDK, no login: every missing one named, before any case runs.
         asyncio.run(require_prerequisites(resolve_backend(name)))

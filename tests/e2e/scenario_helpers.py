@@ -126,14 +126,15 @@ def run_claude(
     plugin: bool = True,
     timeout: float = CLAUDE_TIMEOUT,
     extra: Sequence[str] = (),
+    allowed: Sequence[str] = ("Bash", "Agent", "Read", "Write", "Edit", "Grep", "Glob"),
 ) -> Finished:
     """``claude -p PROMPT`` in the project, tools allowed without prompts.
 
     ``--dangerously-skip-permissions`` is refused as root, so the tools the
-    scripted main agent uses are allowed by name instead.
+    scripted main agent uses are allowed by name instead (`allowed`).
     """
     args = [cli, "-p", prompt, "--output-format", "json"]
-    args += ["--allowedTools", "Bash", "Agent", "Read", "Write", "Edit", "Grep", "Glob"]
+    args += ["--allowedTools", *allowed]
     if plugin:
         args += ["--plugin-dir", str(REPO)]
     args += list(extra)  # e.g. --resume SESSION to continue a conversation

@@ -168,6 +168,13 @@ def test_clean_output_ships_with_two_concurrent_isolated_reviewers(
     assert {r["run_id"] for r in records} == {story.run_id}
 
     first, second = _reviewers(server)
+    # Which model wrote each reply, and how long its reviewer took, from its
+    # own transcript (the stub answers as the model it was asked for).
+    reviews = [r for r in records if r["event"] == "review"]
+    assert sorted(r["model"] for r in reviews) == sorted(
+        mine[-1].body["model"] for mine in (first, second)
+    )
+    assert all(isinstance(r["duration_s"], float) and r["duration_s"] >= 0 for r in reviews)
     # Concurrent: each reviewer's first request was held open while the other's arrived.
     assert first[0].overlaps(second[0])
     instruction = story.instruction

@@ -265,7 +265,9 @@ def test_server_delay_applies_to_every_reply_and_requests_overlap(stub_server):
         texts = sorted(c.result().content[0].text for c in calls)
     elapsed = time.monotonic() - started
     assert texts == ["one", "two"]
-    assert 0.4 <= elapsed < 0.8  # one after the other would take 0.8 s or more
+    assert elapsed >= 0.4  # the delay was applied
+    # Served side by side, not one after the other: proven by the records, not
+    # by a wall-clock bound a loaded machine can break.
     first, second = server.requests
     assert first.overlaps(second)
 

@@ -113,7 +113,7 @@ def test_two_runs_fixing_one_checkout_are_refused(repo: Path) -> None:
         result = verify_sync(
             SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
         )
-    assert result.verdict == "ESCALATED"
+    assert result.verdict == "NAUGHTY" and result.outcome == "reported"
 
 
 def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -> None:
@@ -266,7 +266,7 @@ def test_a_change_that_does_not_show_a_file_does_not_vouch_for_its_fix(repo: Pat
     change = verify_sync(
         SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
     )
-    assert change.verdict == "ESCALATED" and change.rounds == 1
+    assert change.verdict == "NAUGHTY" and change.rounds == 1  # a check only: reported
     assert main(["log", "escalate", "--run", stale]) == 0
     assert notes.read_text(encoding="utf-8") == "# Notes\n\nReleased in 1999.\n"
 

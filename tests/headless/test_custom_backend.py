@@ -130,3 +130,44 @@ def test_the_fixer_report_reaches_the_report_and_the_log(project, target):
             "criterion": "completeness",
         }
     ]
+
+
+class Named(Scripted):
+    """A custom backend that names its model and takes a moment to answer."""
+
+    name = "named"
+
+    async def review(self, request: ReviewRequest) -> ReviewReply:
+        import asyncio
+        import dataclasses
+
+        await asyncio.sleep(0.05)
+        return dataclasses.replace(await super().review(request), model="acme-reviewer-7b")
+
+    async def fix(self, request: FixRequest) -> FixReply:
+        return FixReply(
+            output=request.output.replace("1999", "2024"), notes="1. fixed: year", model="acme-fix"
+        )
+
+
+def test_a_custom_backend_s_model_and_time_are_logged(project, target, capsys):
+    from santa_method.cli import main
+    from santa_method.state import log as runlog
+
+    result = verify_sync(
+        "The README names the current year.", target, options=VerifyOptions(backend=Named())
+    )
+    assert result.verdict == "NICE"
+    assert {r.model for r in result.history[0].reviewers} == {"acme-reviewer-7b"}
+    assert all(
+        r.duration_s is not None and r.duration_s >= 0.05 for r in result.history[0].reviewers
+    )
+    records = runlog.read(project / ".santa" / "log.jsonl").records
+    reviews = [r for r in records if r["event"] == "review"]
+    assert len(reviews) == 4 and {r["model"] for r in reviews} == {"acme-reviewer-7b"}
+    assert all(r["duration_s"] >= 0.05 for r in reviews)
+    (fix,) = [r for r in records if r["event"] == "fix"]
+    assert fix["model"] == "acme-fix" and fix["duration_s"] >= 0
+    assert main(["metrics", "--json"]) == 0
+    by_model = json.loads(capsys.readouterr().out)["reviewers"]["by_model"]
+    assert set(by_model) == {"acme-reviewer-7b"}

@@ -107,7 +107,7 @@ def test_every_quote_is_placed_on_its_file_and_new_line(repo):
     result = verify_sync(
         SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)
     )
-    assert result.verdict == "ESCALATED"
+    assert result.verdict == "NAUGHTY"  # a check only: its problems reported
     places = {i["criterion"]: i["places"] for i in result.issues}
     assert places["factual-accuracy"] == [
         {
@@ -205,7 +205,7 @@ def test_cli_against_diff_json(stub_server, repo, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 1
     data = json.loads(out)
-    assert data["verdict"] == "ESCALATED"
+    assert (data["verdict"], data["outcome"]) == ("NAUGHTY", "reported")
     assert {(i["criterion"], i["places"][0]["path"]) for i in data["issues"]} == {
         ("factual-accuracy", "docs/README.md"),
         ("technical-correctness", "app.py"),
@@ -220,6 +220,19 @@ def test_cli_refusals(repo, capsys):
     assert "not a commit" in capsys.readouterr().err
     assert main(["run", "--against-diff", "HEAD", "--against", "x.md", "--spec-text", SPEC]) == 2
     assert "not allowed with argument --against-diff" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_not_a_git_repository_is_named_as_such(project, capsys, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(project.parent))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    args = ["run", "--against-diff", "HEAD", "--spec-text", SPEC, "--max-fixes", "0"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"santa: {project} is not a git repository, so it has no change to review against "
+        "HEAD: run this in a git checkout, or review a file with --against FILE"
+    )
+    assert not (project / ".santa" / "runs").exists()
 
 
 # --- the placing itself, on diffs git wrote ---------------------------------------

@@ -206,7 +206,7 @@ def test_invalid_reply_is_handed_back_then_accepted(stub_server, project, target
     assert len(followups) == 2
     for request in followups:
         assert request.body["messages"][1]["content"][0]["text"] == "I think it is fine."
-        assert "not a valid review" in request.body["messages"][2]["content"][0]["text"]
+        assert "not valid and was not counted" in request.body["messages"][2]["content"][0]["text"]
     assert all(r.asks == 2 for r in result.history[0].reviewers)
 
 
@@ -217,7 +217,7 @@ def test_unverified_quote_is_handed_back_once(stub_server, project, target):
     server = stub_server({REVIEWER: reviewer})
     result = verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server), max_fixes=0))
     assert len(server.requests_for(REVIEWER)) == 4  # each reviewer: first ask + one hand-back
-    assert result.verdict == "ESCALATED"
+    assert result.verdict == "NAUGHTY"  # a check only: its problems reported
     assert result.issues[0]["evidence"] == "unverified"  # the flag stands, marked
 
 
@@ -417,14 +417,19 @@ def test_cli_json_result(stub_server, project, target, monkeypatch, capsys):
     assert "round 1" in captured.err  # the live view is on stderr
 
 
-def test_cli_escalated_exits_1(stub_server, project, target, monkeypatch, capsys):
+def test_cli_check_only_with_problems_exits_1(stub_server, project, target, monkeypatch, capsys):
     server = stub_server({REVIEWER: lambda body: Json(failing(body, "Released in 1999."))})
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
     code = main(["run", "--against", str(target), "--spec-text", SPEC, "--max-fixes", "0"])
     out = capsys.readouterr().out
     assert code == 1
-    assert out.startswith("ESCALATED") and "report:" in out and "1999" in out
+    assert out.startswith("NAUGHTY") and "report:" in out and "1999" in out
+    code = main(
+        ["run", "--against", str(target), "--spec-text", SPEC, "--max-fixes", "0", "--json"]
+    )
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 1 and (answer["verdict"], answer["outcome"]) == ("NAUGHTY", "reported")
 
 
 def test_cli_input_errors_exit_2(project, target, capsys):

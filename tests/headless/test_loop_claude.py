@@ -196,7 +196,7 @@ def test_invalid_reply_is_handed_back_in_the_same_session(
     assert handed_back[0]["name"] == "StructuredOutput"
     assert handed_back[0]["input"]["canary"] == "0000"
     feedback = last_user_text(again.body)
-    assert "not a valid review" in feedback and "canary" in feedback
+    assert "not valid and was not counted" in feedback and "canary" in feedback
     asks = sorted(r.asks for r in result.history[0].reviewers)
     assert asks == [1, 2]
     (twice,) = [r for r in result.history[0].reviewers if r.asks == 2]

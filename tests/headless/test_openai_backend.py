@@ -359,7 +359,7 @@ def test_a_run_reviews_re_asks_and_fixes_through_the_endpoint(openai_stub, proje
     (turns,) = re_asked
     assert [m["role"] for m in turns["messages"]] == ["system", "user", "assistant", "user"]
     assert turns["messages"][2]["content"] == "I think it is fine."
-    assert "not a valid review" in turns["messages"][3]["content"]
+    assert "not valid and was not counted" in turns["messages"][3]["content"]
     (fix,) = server.requests_for(FIXER)
     assert fix.body["model"] == "gpt-5.1"  # the first reviewer's model fixes
     assert fix.body["response_format"]["json_schema"] == {

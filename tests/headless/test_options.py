@@ -26,7 +26,8 @@ def test_options_run_the_loop_without_a_warning(project: Path, target: Path) -> 
         warnings.simplefilter("always")
         result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), max_fixes=0))
     assert not [w for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert result.verdict == "ESCALATED"  # max_fixes=0 was applied: no fix was tried
+    assert result.verdict == "NAUGHTY"  # max_fixes=0 was applied: a check, no fix tried
+    assert result.outcome == "reported"
     assert result.rounds == 1
 
 
@@ -36,7 +37,7 @@ def test_keyword_calls_still_work_and_warn_at_the_caller(project: Path, target: 
     ) as caught:
         result = verify_sync(SPEC, target, backend=Scripted(), max_fixes=0)
     assert caught[0].filename == __file__
-    assert result.verdict == "ESCALATED" and result.rounds == 1
+    assert result.verdict == "NAUGHTY" and result.rounds == 1
     # The async form warns where it is called, not where it is awaited.
     with pytest.warns(DeprecationWarning) as caught:
         pending = verify(SPEC, target, backend=Scripted())
@@ -48,7 +49,7 @@ def test_keywords_override_the_options_they_come_with(project: Path, target: Pat
     base = VerifyOptions(backend=Scripted(), max_fixes=3)
     with pytest.warns(DeprecationWarning):
         result = verify_sync(SPEC, target, options=base, max_fixes=0)
-    assert result.verdict == "ESCALATED" and result.rounds == 1
+    assert result.verdict == "NAUGHTY" and result.rounds == 1
     assert base.max_fixes == 3  # the caller's options are never changed
 
 
@@ -70,9 +71,10 @@ def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     batch = {f.name: f.default for f in dataclasses.fields(BatchOptions)}
     assert batch["max_resamples"] == 2 and batch["field_name"] == "output"
     assert batch["exclude"] == () and batch["resume"] is False
-    assert run["backends"] is None and run["prices"] is None
-    # with max_cost_usd, budget_usd's old name
-    assert len(run) == 21 and len(batch) == 29
+    assert run["record"] is None  # new: no keyword of earlier releases
+    assert run["backends"] is None and run["prices"] is None  # new too
+    # With max_cost_usd, budget_usd's old name, record, backends and prices.
+    assert len(run) == 22 and len(batch) == 29
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:

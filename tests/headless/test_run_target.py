@@ -45,13 +45,13 @@ def serve(stub_server: Any, monkeypatch: pytest.MonkeyPatch, script: Any) -> Non
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
 
 
-def escalated_run(stub_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Any:
-    """`santa run --against docs/x.md` that escalates (a wrong year, no fixes allowed)."""
+def reported_run(stub_server: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> Any:
+    """`santa run --against docs/x.md` that ends with a report (a wrong year, a check only)."""
     serve(stub_server, monkeypatch, lambda body: Json(failing(body, "Released in 1999.")))
     code, result = cli(
         capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
     )
-    assert code == 1 and result["verdict"] == "ESCALATED"
+    assert code == 1 and (result["verdict"], result["outcome"]) == ("NAUGHTY", "reported")
     return result
 
 
@@ -88,7 +88,7 @@ def test_ci_reports_and_the_viewer_show_the_named_file(
     from santa_method.view.model import page_data
     from santa_method.view.sources import collect
 
-    result = escalated_run(stub_server, monkeypatch, capsys)
+    result = reported_run(stub_server, monkeypatch, capsys)
     code, out = cli(capsys, "report", result["run_id"], "--format", "json")
     assert code == 0 and json.loads(out)["target"] == str(doc)
     code, out = cli(capsys, "report", result["run_id"], "--format", "sarif")
@@ -106,10 +106,10 @@ def test_ci_reports_and_the_viewer_show_the_named_file(
     assert row["target"] == str(doc)
 
 
-def test_the_escalation_report_names_the_file_and_its_copy(
+def test_the_report_names_the_file_and_its_copy(
     stub_server: Any, project: Path, doc: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    result = escalated_run(stub_server, monkeypatch, capsys)
+    result = reported_run(stub_server, monkeypatch, capsys)
     report = build(result["run_id"])
     assert report["target"] == str(doc)
     assert report["working_copy"] == result["output_path"]

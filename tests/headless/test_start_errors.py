@@ -99,10 +99,11 @@ def test_no_key_and_no_package_are_both_named(project: Path, target: Path) -> No
         assert err.startswith("santa: the anthropic backend cannot start: ")
         assert "the anthropic package is not installed" in err
         assert "pip install anthropic" in err
-        assert "no credentials (set ANTHROPIC_API_KEY)" in err
+        assert "no credentials (set ANTHROPIC_API_KEY, or use the claude backend" in err
+        assert "--backend claude, which signs in with your Claude Code login" in err
         assert proc.stdout == ""
     nothing_left(project)
-    assert metrics(project) == {"total": 0, "shipped": 0, "escalated": 0, "open": 0}
+    assert metrics(project) == {"total": 0, "shipped": 0, "escalated": 0, "reported": 0, "open": 0}
 
 
 def test_a_missing_package_alone_is_named(project: Path, target: Path) -> None:
@@ -152,7 +153,7 @@ def test_claude_without_a_login_says_so_and_opens_no_run(
         assert "Claude Code is not logged in" in err and "/login" in err
         assert "success" not in err
     nothing_left(project)
-    assert metrics(project) == {"total": 0, "shipped": 0, "escalated": 0, "open": 0}
+    assert metrics(project) == {"total": 0, "shipped": 0, "escalated": 0, "reported": 0, "open": 0}
 
 
 @pytest.mark.slow
@@ -196,7 +197,7 @@ def test_a_failure_after_reviewing_began_is_still_an_escalated_run(
     proc = santa(project, *RUN, ANTHROPIC_API_KEY="test", ANTHROPIC_BASE_URL=server.base_url)
     assert proc.returncode == 3
     assert "401" in proc.stderr
-    assert metrics(project) == {"total": 1, "shipped": 0, "escalated": 1, "open": 0}
+    assert metrics(project) == {"total": 1, "shipped": 0, "escalated": 1, "reported": 0, "open": 0}
 
 
 def test_a_backend_that_stops_starting_mid_batch_leaves_the_batch_resumable(project: Path) -> None:

@@ -138,7 +138,7 @@ def shell_problem(command: str, _depth: int = 0) -> str | None:
     This stops the shortcuts a model takes (calling our hooks, hiding
     Claude Code from the helper, switching to review files, rewriting the
     run state); it cannot stop arbitrary code written to evade it, which the
-    gate's transcript checks and the README's limits address.
+    gate's transcript checks and docs/limits.md address.
     """
     words = _tokens(command)
     flat = " ".join(words)

@@ -38,8 +38,6 @@ from santa_method.claude_code.protocol import (
     plugin_agent,
     vendored_agent,
 )
-
-# Also registers the gate's checks of hook-stored replies (state/sources.py).
 from santa_method.claude_code.provenance import reading_problem
 
 __all__ = ["pretooluse_agent", "pretooluse_guard", "run_hook", "shell_problem", "subagent_stop"]
@@ -49,11 +47,12 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, TypeAlias
 
+    from santa_method.core.reask import Asks
+
     Reply: TypeAlias = dict[str, Any] | None  # the JSON to print; None means "allow"
 
 REVIEWER_TYPES = REVIEWER_AGENTS
 FIXER_TYPES = FIXER_AGENTS
-MAX_BLOCKS = 2
 
 
 # --- PreToolUse on Agent ----------------------------------------------------
@@ -153,10 +152,11 @@ def _records(transcript_path: str) -> list[dict[str, Any]]:
 
 
 def _blocks_file(run_dir: Path, round_number: int, agent_id: str) -> Path:
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
+    from santa_method.state.store import agent_file_name
+
     folder = run_dir / f"round-{round_number}" / "hook-blocks"
     folder.mkdir(parents=True, exist_ok=True)
-    return folder / f"{safe}.json"
+    return folder / f"{agent_file_name(agent_id)}.json"
 
 
 def subagent_stop(payload: Mapping[str, Any]) -> Reply:
@@ -205,23 +205,20 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
-    from santa_method.core.files import read_exact
-    from santa_method.core.review import unverified_quote_messages, validate_reply
-    from santa_method.core.rubric import rubric_from_json, rubric_hash
+    from santa_method.core import reask
+    from santa_method.core.review import validate_reply
     from santa_method.core.types import replace
     from santa_method.state import runs, transcripts
     from santa_method.state.atomic import replace_text
+    from santa_method.state.store import judged_files
 
     run_id, round_number = found
     state = runs.load_state(run_id)
     folder = runs.run_dir(run_id)
     current = next(r for r in state.rounds if r.round == round_number)
-    rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
-    output = read_exact(folder / f"round-{round_number}" / "output.txt")
-    if rubric_hash(rubric) != state.rubric_hash or runs.sha256(output) != current.output_sha256:
-        # Judging against edited run files would hand the reviewer wrong
-        # errors; the gate refuses such a run anyway.
-        raise RuntimeError("the run's rubric or reviewed output was changed after the round opened")
+    # Judging against edited run files would hand the reviewer wrong errors;
+    # the gate refuses such a run for the same reason (one check for both).
+    rubric, output = judged_files(state, current)
     reply = payload.get("last_assistant_message")
     reply = reply if isinstance(reply, str) else ""
     agent_id = payload.get("agent_id")
@@ -236,26 +233,18 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
         result = replace(result, valid=False, errors=(*result.errors, unread))
 
     counter_file = _blocks_file(folder, round_number, agent_id)
-    counter = (
-        json.loads(counter_file.read_text())
-        if counter_file.exists()
-        else {"blocks": 0, "quote_blocks": 0}
-    )
-    if state.status != "open":
-        # The run has ended: its reply is kept, but nothing it says can
-        # change the run, so the reviewer is not asked again.
-        counter["blocks"] = counter["quote_blocks"] = MAX_BLOCKS
+    # The run has ended: its reply is kept, but nothing it says can change
+    # the run, so the reviewer is not asked again.
+    asks = _asks(counter_file) if state.status == "open" else reask.SPENT
     began = transcripts.began(records)
-
+    model, seconds = transcripts.reply_facts(records)
+    ask = reask.next_ask(result, asks)
+    if ask is not None:
+        replace_text(
+            counter_file, json.dumps({"invalid": ask.asks.invalid, "quotes": ask.asks.quotes})
+        )
+        return block(ask.feedback)
     if not result.valid:
-        if counter["blocks"] < MAX_BLOCKS:
-            counter["blocks"] += 1
-            replace_text(counter_file, json.dumps(counter))
-            errors = "\n".join(f"- {e}" for e in result.errors)
-            return block(
-                "Your review is not valid and was not counted. Fix exactly these problems and "
-                f"reply again with the review JSON only:\n{errors}"
-            )
         return _kept(
             run_id,
             round_number,
@@ -265,17 +254,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             failed=True,
             errors=list(result.errors),
             began=began,
-        )
-    review = result.review
-    unverified = unverified_quote_messages(review) if review is not None else []
-    if unverified and counter["quote_blocks"] < 1 and counter["blocks"] < MAX_BLOCKS:
-        counter["blocks"] += 1
-        counter["quote_blocks"] += 1
-        replace_text(counter_file, json.dumps(counter))
-        items = "\n".join(f"- {m}" for m in unverified)
-        return block(
-            "Some quotes do not occur in the output under review. For each, copy the exact text "
-            f"from the output, or withdraw the issue; then reply with the whole review JSON again:\n{items}"
+            model=model,
+            duration_s=seconds,
         )
     return _kept(
         run_id,
@@ -285,7 +265,22 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
         transcript_path=transcript,
         verdict=result.verdict,
         began=began,
+        model=model,
+        duration_s=seconds,
     )
+
+
+def _asks(counter_file: Path) -> Asks:
+    """The re-asks this reviewer has had (a file of the round; one written
+    by an older santa counted 'blocks' and 'quote_blocks')."""
+    from santa_method.core.reask import Asks
+
+    if not counter_file.exists():
+        return Asks()
+    data = json.loads(counter_file.read_text(encoding="utf-8"))
+    if "blocks" in data:
+        return Asks(int(data["blocks"]) - int(data["quote_blocks"]), int(data["quote_blocks"]))
+    return Asks(int(data["invalid"]), int(data["quotes"]))
 
 
 def _kept(run_id: str, round_number: int, **reply: Any) -> Reply:

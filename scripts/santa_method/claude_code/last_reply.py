@@ -200,8 +200,8 @@ def check_command(command: str, cwd: str | None, transcript_path: Any) -> str | 
     targets = last_targets(command, cwd)
     if not targets:
         return None
+    from santa_method.core.redact import redact_text
     from santa_method.state import transcripts
-    from santa_method.state.redact import redact_text
 
     redo = (
         "Write your previous reply to .santa/inputs/last-output.md again, verbatim and "

@@ -6,8 +6,8 @@ replies come from the hook (`hook`, and hook-stored replies of `files`
 runs): its first message is the round's instruction and nothing else told
 the reviewer anything, the reviewer read its whole assignment and none of
 santa's other run files, and the stored reply is its final message. These
-are the provenance checks of those sources (`state/sources.py`), registered
-when this module is imported.
+are the provenance checks of those sources (`CHECKS`), which `santa gate`
+hands the gate (`state/sources.py`).
 """
 
 from __future__ import annotations
@@ -161,5 +161,5 @@ def files_provenance(asked: Asked, slot: Slot) -> str | None:
     return _stored_reply_problem(asked, slot)
 
 
-sources.register("hook", hook_provenance)
-sources.register("files", files_provenance)
+#: What `santa gate` vouches with: the runs Claude Code's hooks (or review files) fill.
+CHECKS: sources.Checks = {"hook": hook_provenance, "files": files_provenance}

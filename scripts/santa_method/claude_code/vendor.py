@@ -2,8 +2,9 @@
 
 The skill, the commands and both agents are copied into `DIR/.claude/`
 (agents renamed `santa-reviewer` and `santa-fixer`, commands prefixed
-`santa-`), and the hooks are merged into `DIR/.claude/settings.json`
-without losing anything already there. The hooks call a small launcher,
+`santa-`), the hooks are merged into `DIR/.claude/settings.json`
+without losing anything already there, and `DIR/.gitattributes` gets the
+log's union merge (`LOG_ATTRIBUTE`), so a team's committed log merges. The hooks call a small launcher,
 `.claude/santa/santa-hook`, that finds the helper in the repository's
 environment and refuses santa's own agents when it cannot, because a hook
 command that is not found would let everything through.
@@ -45,12 +46,21 @@ HOOKS = (
 )
 
 
+#: The log may be committed; teams then append to it on every branch, and
+#: git's `union` driver merges two such appends without a conflict.
+LOG_ATTRIBUTE = ".santa/log.jsonl merge=union"
+_ATTRIBUTES_NOTE = "# santa-method: merge the iteration log of two branches by keeping both sides' lines\n"
+
+
 @dataclass
 class InitResult:
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     settings: str = "unchanged"
+    attributes: str = "unchanged"
+    """What became of `.gitattributes`: created, updated, unchanged, or kept
+    (it sets another merge for the log, which is the user's to choose)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,7 +68,27 @@ class InitResult:
             "unchanged": self.unchanged,
             "kept": self.kept,
             "settings": self.settings,
+            "attributes": self.attributes,
         }
+
+
+def merge_attributes(text: str | None) -> tuple[str | None, str]:
+    """`.gitattributes` with the log's union merge: the new text (None when
+    nothing changes) and what happened. A line of the user's that already
+    sets a merge for the log is theirs, and is kept."""
+    if text is None:
+        return _ATTRIBUTES_NOTE + LOG_ATTRIBUTE + "\n", "created"
+    for line in text.splitlines():
+        words = line.split()
+        if not words or words[0] != ".santa/log.jsonl":
+            continue
+        merges = [w for w in words[1:] if w.lstrip("-!").split("=", 1)[0] == "merge"]
+        if merges:
+            return None, "unchanged" if merges[-1] == "merge=union" else "kept"
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = text if not text or text.endswith("\n") else text + newline
+    addition = (_ATTRIBUTES_NOTE + LOG_ATTRIBUTE + "\n").replace("\n", newline)
+    return body + (newline if body.strip() else "") + addition, "updated"
 
 
 def _rename(text: str) -> str:
@@ -152,6 +182,14 @@ def _read_settings(path: Path) -> dict[str, Any]:
     return settings
 
 
+def _read_attributes(path: Path) -> str | None:
+    """`.gitattributes` as text (None when there is none), read through the
+    shared checks, before anything is written."""
+    if path_kind(path) == "missing" and not path.is_symlink():
+        return None
+    return read_text(path, "attributes file", MAX_RUBRIC_BYTES)
+
+
 def _refuse_bad_links(root: Path, files: list[str | Path]) -> None:
     """A folder on the way to a vendored file that is a broken symlink (or a
     loop) would surface mid-write as "File exists"; name it before anything
@@ -186,8 +224,10 @@ def init(directory: str | Path, *, force: bool = False) -> InitResult:
         settings_text = json.dumps(merged, indent=2) + "\n"
     except RecursionError:  # loaded, yet too deep to write back
         raise too_deep("settings file", settings_path) from None
+    attributes_path = root / ".gitattributes"
+    attributes, said = merge_attributes(_read_attributes(attributes_path))
     _refuse_bad_links(root, [*vendored_files(), settings_path.relative_to(root)])
-    result = InitResult()
+    result = InitResult(attributes=said)
     path = settings_path
     try:
         for rel, content in vendored_files().items():
@@ -211,6 +251,9 @@ def init(directory: str | Path, *, force: bool = False) -> InitResult:
             settings_path.parent.mkdir(parents=True, exist_ok=True)
             replace_text(settings_path, settings_text)
             result.settings = "updated"
+        path = attributes_path
+        if attributes is not None:
+            replace_text(attributes_path, attributes)
     except OSError as exc:  # a part of .claude/ that is a loop, a file, or not writable
         raise os_error("file", path, exc, "write") from None
     return result

@@ -34,6 +34,7 @@ _COMMANDS = (
     "run",
     "batch",
     "sample",
+    "demo",
 )
 
 

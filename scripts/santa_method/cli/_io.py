@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "add_budget_option",
+    "count",
     "echo",
     "models_option",
     "number_arg",
@@ -51,9 +52,16 @@ def number_arg(allowed: Range) -> Callable[[str], Any]:
     return parse
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 run`, `2 runs`: a number and its noun, in the singular for one."""
+    if n == 1:
+        return f"1 {noun}"
+    return f"{n} {plural or (noun + 'es' if noun.endswith(('ch', 'sh', 's', 'x')) else noun + 's')}"
+
+
 def print_json(data: Any) -> None:
     """Every `--json` answer, redacted (CI logs keep what is printed)."""
-    from santa_method.state.redact import redact_json
+    from santa_method.core.redact import redact_json
 
     sys.stdout.write(json.dumps(redact_json(data), indent=2, ensure_ascii=False) + "\n")
 
@@ -61,7 +69,7 @@ def print_json(data: Any) -> None:
 def say(text: str, stream: Any = None) -> None:
     """Every readable answer, redacted: what santa prints is shown to people
     (and kept by CI), so a quoted secret must not reach it."""
-    from santa_method.state.redact import redact_text
+    from santa_method.core.redact import redact_text
 
     (stream or sys.stdout).write(redact_text(text))
 
@@ -114,16 +122,16 @@ def reviewers_option(
 
 
 def out_file(value: str) -> Path:
-    """`--out FILE` checked before any work: a file in a folder that exists
-    (the command then writes it atomically, a temporary file renamed into place)."""
+    """`--out FILE` checked before any work, by the rule its writer follows
+    (`state.atomic.write_out`): a regular file in a folder that exists is
+    replaced atomically, a FIFO, a character device, `/dev/stdout` or `-` is
+    written to as a stream, anything else is refused."""
     from pathlib import Path
 
-    out = Path(value)
-    if out.is_dir():
-        raise InputError(f"--out {value} is a folder; name a file")
-    if not out.parent.is_dir():
-        raise InputError(f"--out {value}: the folder {out.parent} does not exist")
-    return out
+    from santa_method.state.atomic import out_kind
+
+    out_kind(value)
+    return Path(value)
 
 
 def require_named_log(flag: str | None, path: Any) -> None:

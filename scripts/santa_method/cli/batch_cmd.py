@@ -307,7 +307,7 @@ class _Progress:
             self.bar.advance(self.task)
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        from santa_method.state.redact import redact_text
+        from santa_method.core.redact import redact_text
 
         def say(text: str) -> None:  # CI keeps stderr: redacted like every other output
             self.console.print(redact_text(text))

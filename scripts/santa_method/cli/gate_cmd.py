@@ -54,9 +54,8 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.cli._render import gate_text, wait_text
 
     if args.run:
-        # Registers the gate's checks of replies from Claude Code (state/sources.py).
-        import santa_method.claude_code.provenance  # noqa: F401
-        from santa_method.state.runs import gate_run
+        from santa_method.claude_code.provenance import CHECKS
+        from santa_method.state.gating import gate_run
 
         ignored = [
             flag
@@ -78,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             result = gate_run(
                 args.run,
+                checks=CHECKS,
                 iteration=args.iteration,
                 review_files=args.reviews,
                 labels=split_labels(args.labels),

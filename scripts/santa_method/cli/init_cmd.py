@@ -14,7 +14,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="set up the method in a repository without the plugin (writes DIR/.claude/)",
         description="Copy the santa skill, the commands (as /santa-verify, /santa-batch, /santa-metrics, "
         "/santa-escape), the agents (santa-reviewer, santa-fixer) and the hooks into DIR/.claude/, "
-        "merging .claude/settings.json without losing what is there. The hooks need the helper in "
+        "merging .claude/settings.json without losing what is there, and set merge=union for the "
+        "log (.santa/log.jsonl) in .gitattributes so that a team's committed log merges. The hooks "
+        "need the helper in "
         f"the repository's environment: {INSTALL_HINT}. Safe to run "
         "again; files you changed are kept unless --force.",
     )
@@ -40,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
     for rel in result.kept:
         echo(f"kept       {rel} (changed locally; --force to replace)")
     echo(f"settings   .claude/settings.json {result.settings}")
-    if not result.written and not result.kept:
+    attributes = {
+        "kept": "kept (it sets its own merge for .santa/log.jsonl)",
+        "created": "created: .santa/log.jsonl merges with merge=union",
+        "updated": "updated: .santa/log.jsonl merges with merge=union",
+    }
+    echo(f"attributes .gitattributes {attributes.get(result.attributes, result.attributes)}")
+    if not result.written and not result.kept and result.attributes in ("unchanged", "kept"):
         echo("already up to date")
     echo(
         f"the hooks need the helper in this repository's environment; if it is missing, {INSTALL_HINT}"

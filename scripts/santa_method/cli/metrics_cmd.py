@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        from santa_method.state.redact import redact_json
+        from santa_method.core.redact import redact_json
 
         # Rich wraps a long cell over lines, which no redaction of the
         # printed text could see whole: the values are redacted first.
@@ -107,12 +107,16 @@ def _print_tables(result: dict[str, Any], path: Any, since: str | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from santa_method.cli._io import count
+
     console = Console()
     runs = result["runs"]
     scope = f" since {since}" if since else ""
     console.print(
-        f"{path}{scope}: {runs['total']} runs: {runs['shipped']} shipped, "
-        f"{runs['escalated']} escalated, {runs['open']} open",
+        f"{path}{scope}: {count(runs['total'], 'run')}: {runs['shipped']} shipped, "
+        f"{runs['escalated']} escalated, "
+        + (f"{runs['reported']} reported (checks only), " if runs["reported"] else "")
+        + f"{runs['open']} open",
         highlight=False,
         soft_wrap=True,
     )
@@ -199,7 +203,7 @@ def _print_reviewers(console: Any, result: dict[str, Any]) -> None:
         console.print(table)
     asked = result.get("needs_input") or {}
     if asked.get("questions"):
-        from santa_method.state.redact import redact_text
+        from santa_method.core.redact import redact_text
 
         console.print(f"runs stopped for input: {asked['runs']}", highlight=False)
         for q in asked["questions"]:

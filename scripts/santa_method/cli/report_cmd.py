@@ -43,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out",
         metavar="FILE",
-        help="write to FILE (atomically: a temporary file renamed into place) instead of stdout",
+        help="write to FILE instead of stdout: a regular file is replaced atomically (a "
+        "temporary file renamed into place); a FIFO, a device, /dev/stdout or - is written "
+        "to as a stream",
     )
     p.set_defaults(func=run)
 
@@ -51,16 +53,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from santa_method.cli._io import out_file
     from santa_method.state import formats
-    from santa_method.state.atomic import replace_text
+    from santa_method.state.atomic import write_out_text
 
     fmt = "json" if args.json else args.format
+    out = out_file(args.out) if args.out is not None else None
     text = formats.render(formats.build(args.run_id), fmt)
-    if args.out is None:
+    if out is None:
         sys.stdout.write(text)
         return 0
-    out = out_file(args.out)
     try:
-        replace_text(out, text)
+        write_out_text(out, text)
     except OSError as exc:
         raise InputError(f"cannot write {args.out}: {exc.strerror or exc}") from None
     return 0

@@ -137,19 +137,13 @@ def _rubric_choice(args: argparse.Namespace) -> dict[str, str]:
     Printed so whoever reads the output (a model, above all) sees the choice
     was made, not guessed.
     """
-    from santa_method.state.config import config_path, load_config
+    from santa_method.state.config import config_keys, config_path, load_config
 
     if args.rubric is not None:
         return {"name": args.rubric, "chosen_by": "flag", "why": "--rubric"}
     configured = load_config()
     path = config_path()
-    try:
-        import yaml
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
-        data = None
-    if isinstance(data, dict) and "rubric" in data:
+    if "rubric" in config_keys():
         return {"name": configured.rubric, "chosen_by": "config", "why": f"rubric in {path}"}
     return {
         "name": configured.rubric,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import sys
 from typing import Any
 
 from santa_method.cli._io import (
@@ -22,11 +23,12 @@ DESCRIPTION = """\
 Verify FILE (--against), or the working tree's change against a git
 revision (--against-diff REV), against a spec without Claude Code in the
 loop: independent reviewers (concurrent, each a fresh session) review it
-against the rubric,
-the gate decides by code, a fixer changes only what was flagged in a
-working copy, and fresh reviewers review again, up to --max-fixes; then the
-run ships (NICE) or is escalated with a report. Same run state, log and
-reports as inside Claude Code.
+against the rubric, the gate decides by code, a fixer changes only what was
+flagged in a working copy, and fresh reviewers review again, up to
+--max-fixes; then the run ships (NICE) or is escalated with a report. With
+--max-fixes 0 it is a check: problems found end it NAUGHTY with a report
+(outcome reported, not an escalation). Same run state, log and reports as
+inside Claude Code.
 
 Backends and credentials:
   --backend anthropic  the Messages API; needs ANTHROPIC_API_KEY
@@ -37,16 +39,22 @@ Backends and credentials:
   --backend openai     any Chat Completions endpoint (OpenAI, Gemini,
                        OpenRouter, Ollama, vLLM, llama.cpp, LM Studio):
                        OPENAI_BASE_URL and OPENAI_API_KEY (pip install openai)
+  --backend replay:DIR the replies a run recorded with --record DIR, with no
+                       model and no network; a request DIR holds no reply
+                       for is refused (exit 2)
 
 --models gives one entry per reviewer, MODEL (answered by --backend) or
 BACKEND:MODEL, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5.1: a run may
 mix backends; the number of entries is the number of reviewers.
 
+No key yet? 'santa demo' runs the whole loop offline on a bundled example.
+
 One run at a time may fix a file in place: a second --in-place run on the
 same file is refused. A run whose process died is listed by 'santa runs' as
 interrupted; --resume RUN continues it where it stopped.
 
-Exit codes: 0 NICE (shipped), 1 escalated or pre-check failed, 2 bad input,
+Exit codes: 0 NICE (shipped), 1 NAUGHTY (a check's problems reported),
+escalated or pre-check failed, 2 bad input,
 3 the backend failed (no credentials, auth refused, overloaded, timed out).
 The live view goes to stderr, the result to stdout (--json for machines).
 Defaults come from .santa/config.yaml, flags override them.
@@ -60,8 +68,22 @@ examples:
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
   santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
+  santa run --against out.md --spec spec.md --record tests/replies    # keep every reply
+  santa run --against out.md --spec spec.md --backend replay:tests/replies   # offline, again
   santa report RUN --format sarif --out santa.sarif
 """
+
+
+def backend_named(args: argparse.Namespace) -> str:
+    """The backend --backend (else SANTA_BACKEND, else anthropic) names:
+    `anthropic`, `claude`, `openai` or `replay:DIR`; anything else is refused (exit 2)."""
+    name = args.backend or os.environ.get("SANTA_BACKEND") or "anthropic"
+    if name in ("anthropic", "claude", "openai") or (
+        name.startswith("replay:") and len(name) > 7
+    ):
+        return name
+    said = "--backend" if args.backend else "SANTA_BACKEND"
+    raise InputError(f"{said} must be anthropic, claude, openai or replay:DIR, not {name!r}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -90,10 +112,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--backend",
-        choices=("anthropic", "claude", "openai"),
         default=None,
+        metavar="{anthropic,claude,openai,replay:DIR}",
         help="who reviews and fixes where --models names no backend (default: anthropic; "
-        "env SANTA_BACKEND)",
+        "env SANTA_BACKEND); replay:DIR answers from a recording",
+    )
+    p.add_argument(
+        "--record",
+        metavar="DIR",
+        help="keep every backend reply, with a digest of its request, in DIR, for "
+        "--backend replay:DIR (not redacted: keep DIR private)",
     )
     p.add_argument(
         "--reviewers",
@@ -168,16 +196,21 @@ _RUN_SETTINGS = (
 )
 
 
-class _LiveView:
+class LiveView:
     """Rounds and reviewers as they happen, on stderr (people watch CI logs)."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, *, stderr: bool = True) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False, quiet=quiet)
+        # A line is a line: CI logs and pipes wrap it themselves.
+        self.console = Console(stderr=stderr, highlight=False, quiet=quiet, soft_wrap=True)
+
+    def who(self, data: dict[str, Any]) -> str:
+        """What wrote a reply, as the view names it."""
+        return str(data.get("model") or "default model")
 
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
-        from santa_method.state.redact import redact_text
+        from santa_method.core.redact import redact_text
 
         def say(text: str) -> None:  # CI keeps stderr: redacted like every other output
             self.console.print(redact_text(text))
@@ -186,6 +219,8 @@ class _LiveView:
             say(
                 f"[bold]run {data['run_id']}[/]: {data['reviewers']} reviewers, backend {data['backend']}"
             )
+            if data.get("replayed"):
+                say(f"  replayed from the recording {data['replayed']}: no model is called")
         elif kind == "round_start":
             what = "re-review of round" if data.get("rereview") else "round"
             say(f"{what} {data['round']}: reviewers {', '.join(data['reviewers'])} ...")
@@ -195,9 +230,7 @@ class _LiveView:
             verdict = data["verdict"] if data["valid"] else "invalid"
             color = {"PASS": "green", "FAIL": "red"}.get(verdict, "yellow")
             cost = f", ${data['cost_usd']:.4f}" if data.get("cost_usd") is not None else ""
-            say(
-                f"  reviewer {data['label']} ({data.get('model') or 'default model'}): [{color}]{verdict}[/]{cost}"
-            )
+            say(f"  reviewer {data['label']} ({self.who(data)}): [{color}]{verdict}[/]{cost}")
         elif kind == "gate":
             color = "green" if data["verdict"] == "NICE" else "red"
             say(
@@ -206,7 +239,11 @@ class _LiveView:
         elif kind == "fix_start":
             say(f"  fixer: {data['flags']} flag(s) ...")
         elif kind == "fix_done":
-            say("  fixer: done")
+            say(f"  fixer ({self.who(data)}): done")
+        elif kind == "warning":  # even with --quiet: one line on stderr
+            from santa_method.cli._io import say as say_plain
+
+            say_plain(f"santa: warning: {data['text']}\n", sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -233,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(project_root())
     log = resolve_log_path(args.log)  # a log that is not a file: exit 2 before the backend
     models, reviewers = reviewers_option(args.models, args.reviewers, config)
-    view = _LiveView(args.quiet)
+    view = LiveView(args.quiet)
     result = verify_sync(
         spec,
         path,
@@ -242,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
             rubric=args.rubric or config.rubric,
             reviewers=reviewers,
             models=models,
-            backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+            backend=backend_named(args),
             prices=config.prices,
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
             budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
@@ -252,6 +289,7 @@ def run(args: argparse.Namespace) -> int:
             in_place=args.in_place,
             log=str(log),
             on_event=view,
+            record=args.record,
         ),
     )
     if args.json:
@@ -263,9 +301,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from santa_method.headless.resume import resume_sync
+    from santa_method.state.config import load_config
+    from santa_method.state.paths import project_root
 
     given = [name for name in _RUN_SETTINGS if getattr(args, name) is not None]
     given += ["in_place"] if args.in_place else []
+    given += ["record"] if args.record is not None else []
     if given:
         flags = ", ".join("--" + name.replace("_", "-") for name in given)
         raise InputError(f"--resume continues the run with its own settings; drop {flags}")
@@ -273,10 +314,11 @@ def _resume(args: argparse.Namespace) -> int:
         raise InputError("--timeout must be positive")
     result = resume_sync(
         args.resume,
-        backend=args.backend or os.environ.get("SANTA_BACKEND") or "anthropic",
+        backend=backend_named(args),
+        prices=load_config(project_root()).prices,
         timeout=args.timeout,
         cache_warm=args.cache_warm,
-        on_event=_LiveView(args.quiet),
+        on_event=LiveView(args.quiet),
     )
     if args.json:
         print_json(result.to_json())
@@ -292,6 +334,8 @@ def _print_readable(result: Any) -> None:
         f"{result.verdict}: run {result.run_id}, {result.rounds} round(s), "
         f"{result.tokens.total} tokens, {cost}\n"
     )
+    if result.replayed:
+        out.write(f"replayed from the recording {result.replayed}: no model was called\n")
     for issue in result.issues:
         evidence = issue.get("quote") or issue.get("missing") or ""
         spots = [

@@ -18,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list runs, or show one run's history ('santa runs show ID')",
         description="List the runs recorded in the iteration log (id, started, rounds, outcome, "
         "target), or with 'show ID' print one run's history, event by event. Outcomes: shipped "
-        "(ship logged), nice (NICE gate, ship not logged yet), escalated, open, interrupted (a "
+        "(ship logged), nice (NICE gate, ship not logged yet), escalated, reported (a check with "
+        "--max-fixes 0 that found problems), open, interrupted (a "
         "headless run whose process is gone: resume it with 'santa run --resume ID' or close it "
         "with 'santa log escalate --run ID'). Reads the log (and, for open runs, their locks and "
         "folders), so runs whose .santa/runs/ folder is gone are still listed.",
@@ -136,6 +137,11 @@ def _closed_line(run_id: str, state: Any) -> str:
         return (
             f"run {run_id} is closed: escalated{why}; no round is open "
             f"(the report: santa report {run_id})"
+        )
+    if state.status == "reported":
+        return (
+            f"run {run_id} is closed: a check only, its problems reported after round "
+            f"{state.rounds[-1].round} (the report: santa report {run_id})"
         )
     return f"run {run_id} is closed: {state.status} after round {state.rounds[-1].round}"
 

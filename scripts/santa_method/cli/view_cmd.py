@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from santa_method.cli._io import echo
+from santa_method.cli._io import count, echo
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out",
         metavar="FILE",
-        help="where to write the page (atomically: a temporary file renamed into place)",
+        help="where to write the page: a regular file is replaced atomically (a temporary "
+        "file renamed into place); a FIFO, a device, /dev/stdout or - is written to as a stream",
     )
     p.add_argument(
         "--since",
@@ -45,12 +46,16 @@ def run(args: argparse.Namespace) -> int:
     from santa_method.cli._io import out_file, require_named_log
     from santa_method.cli.metrics_cmd import parse_since
     from santa_method.core.errors import InputError
+    from santa_method.state.atomic import out_kind
     from santa_method.state.config import resolve_log_path
     from santa_method.state.paths import santa_dir
     from santa_method.view import write_view
 
     since = parse_since(args.since)
     out = out_file(args.out) if args.out else None
+    to_file = out is None or out_kind(out) == "file"
+    if args.open and not to_file:
+        raise InputError(f"--open needs a page in a file, and --out {args.out} is a stream")
     log_path = resolve_log_path(args.log)
     require_named_log(args.log, log_path)  # a typo is no empty page
     try:
@@ -63,10 +68,16 @@ def run(args: argparse.Namespace) -> int:
         )
     except OSError as exc:
         raise InputError(f"cannot write the page: {exc.strerror or exc}") from None
-    echo(
-        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): {written.runs} runs, "
-        f"{written.batches} batches"
+    summary = (
+        f"wrote {written.path} ({written.bytes / 1_000_000:.1f} MB): "
+        f"{count(written.runs, 'run')}, {count(written.batches, 'batch')}"
     )
+    if not to_file:  # stdout may be the page itself: the summary goes beside it
+        import sys
+
+        echo(summary, sys.stderr)
+        return 0
+    echo(summary)
     echo(f"open {written.path.resolve().as_uri()}")
     if args.open:
         import webbrowser

@@ -12,7 +12,8 @@ for in two ways, both fail-closed:
   blocks and paragraphs), and everything nested inside the final review (a
   `draft` beside a check, a review held as JSON in a `detail`), is walked
   for verdict and result keys.
-- Text. Outside the final review the text is searched for a verdict, a
+- Text. Outside the final review, and in the reviewer's own words inside it
+  (details, issues, suggestions), the text is searched for a verdict, a
   result, or a criterion of the final review given a result, written in any
   notation a reviewer drafts in (JSON, a Python or Ruby dict, YAML with
   tags, anchors or block scalars, TOML, Markdown keys, tables and headings,
@@ -25,7 +26,8 @@ Words that mean PASS or FAIL ("approved", "rejected", a check mark) count as
 them, so prose that agrees with the final review stays valid. Evidence
 inside the final review (its quotes, what is missing) is never searched: it
 may quote an output that itself says `verdict: FAIL`, and that quote is
-evidence, not a second review.
+evidence, not a second review. A key beside the verdict or a check's result
+that reads as one (`"Verdict"`, `"verdict "`, `"final_verdict"`) is another.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+from santa_method.core.yaml_safe import safe_load
 
 # Characters that render as nothing (format characters, variation selectors,
 # fillers): a key or a value split by one still reads as the word.
@@ -148,6 +152,8 @@ _MAX_DECODED_STRINGS = 64
 _MAX_CRITERIA = 64
 # Where a review's evidence lives: quoted from the output, never a review.
 _EVIDENCE = frozenset({"quote", "missing", "evidence"})
+# Fields whose values the review contract reads itself, not prose.
+_READ_VALUES = frozenset({"verdict", "result", "criterion", "canary"})
 
 _Claim = tuple[str, str | None, str]  # ("verdict" or "result", criterion, value)
 
@@ -174,10 +180,11 @@ def disagreement(
         # "Verdict:" alone one whose value is null): only a value of one
         # word is a draft's entry.
         claims += _claims(value, None, decode_strings=True, loose=True)
-    claims += _text_claims(outside, tuple(results)[:_MAX_CRITERIA])
-    claims += [("verdict", None, _heading_value(m)) for m in _SENTENCE.finditer(outside)]
-    for part in (before, after):  # apart: a heading's value never reaches past the review
-        claims += [("verdict", None, _heading_value(m)) for m in _HEADING.finditer(part)]
+    criteria = tuple(results)[:_MAX_CRITERIA]
+    # Apart: a heading's value never reaches past the review.
+    claims += _prose_claims(outside, criteria, parts=(before, after))
+    for words in _own_words(final):
+        claims += _prose_claims(_readable(words), criteria)
     for kind, criterion, value in claims:
         if kind == "verdict" and value != verdict:
             return _ambiguous(f"a verdict of {value} besides {verdict}")
@@ -190,6 +197,44 @@ def disagreement(
             elif verdict == "PASS" and value != "PASS":
                 return _ambiguous(f"a check result of {value} besides the verdict PASS")
     return None
+
+
+def _prose_claims(
+    text: str, criteria: Sequence[str], parts: Sequence[str] | None = None
+) -> list[_Claim]:
+    """The prose rule, for the text around the final review and for the
+    reviewer's own words inside it alike: a verdict, a result or a criterion
+    given a result in any notation (`verdict: FAIL`, `result = FAIL`), a
+    verdict said in a sentence ("My verdict is FAIL") or under a heading.
+    Keyed on such statements, never on a word alone: "size < 1 raises
+    ValueError before range could fail" states no verdict."""
+    found = _text_claims(text, criteria)
+    found += [("verdict", None, _heading_value(m)) for m in _SENTENCE.finditer(text)]
+    for part in parts if parts is not None else (text,):
+        found += [("verdict", None, _heading_value(m)) for m in _HEADING.finditer(part)]
+    return found
+
+
+def _own_words(final: dict[str, Any]) -> Iterator[str]:
+    """Every string of the final review the reviewer wrote in their own words
+    (check details, issue descriptions, suggestions, any other field, and
+    keys), at any depth: all but its evidence (quotes of the output, what is
+    missing: they may say anything the output says) and the values the
+    contract reads (the verdict, criteria, results, the canary)."""
+    stack: list[Any] = [final]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if isinstance(key, str) and (key in _EVIDENCE or key in _READ_VALUES):
+                    continue
+                if isinstance(key, str):
+                    yield key
+                stack.append(value)
 
 
 def _ambiguous(what: str) -> str:
@@ -229,22 +274,26 @@ def _results_of(final: dict[str, Any]) -> dict[str, str]:
 
 def _inside(final: dict[str, Any]) -> Iterator[_Claim]:
     """What is nested in the final review besides its own verdict and its
-    checks' own results: a draft beside a check, a review in a field."""
-    for key, value in final.items():
-        if key == "verdict" or key in _EVIDENCE:
+    checks' own results: a draft beside a check, a review in a field, and a
+    key beside them that reads as one (`"Verdict": "FAIL"`, `"verdict ":
+    "FAIL"`, `"final_verdict": "FAIL"`, a check's `"Result": "FAIL"`)."""
+    yield from _claims(
+        {k: v for k, v in final.items() if k not in ("verdict", "checks") and k not in _EVIDENCE},
+        None,
+        decode_strings=True,
+    )
+    checks = final.get("checks")
+    if not isinstance(checks, list):
+        yield from _claims(checks, None, decode_strings=True)
+        return
+    for item in checks:
+        if not isinstance(item, dict):
+            yield from _claims(item, None, decode_strings=True)
             continue
-        if key == "checks" and isinstance(value, list):
-            for item in value:
-                if not isinstance(item, dict):
-                    yield from _claims(item, None, decode_strings=True)
-                    continue
-                criterion = item.get("criterion")
-                known = criterion.strip() if isinstance(criterion, str) else None
-                for field, inner in item.items():
-                    if field != "result" and field not in _EVIDENCE:
-                        yield from _claims(inner, known, decode_strings=True)
-            continue
-        yield from _claims(value, None, decode_strings=True)
+        criterion = item.get("criterion")
+        known = criterion.strip() if isinstance(criterion, str) else None
+        fields = {f: v for f, v in item.items() if f != "result" and f not in _EVIDENCE}
+        yield from _claims(fields, known, decode_strings=True)
 
 
 def _claims(
@@ -266,10 +315,11 @@ def _claims(
                 continue
             seen.add(id(item))
         if isinstance(item, dict):
-            keys = {_key(k): v for k, v in item.items()}
-            named = keys.get("criterion")
+            # Key by key: "verdict " and "Verdict" are two entries, not one.
+            keys = [(_key(k), v) for k, v in item.items()]
+            named = next((v for k, v in keys if k == "criterion"), None)
             here = named.strip() if isinstance(named, str) else within
-            for key, inner in keys.items():
+            for key, inner in keys:
                 kind = "verdict" if "verdict" in key else "result" if key.endswith("result") else ""
                 exact = key in ("verdict", "result") and not loose
                 if not kind or not (exact or _one_word(inner)):
@@ -401,11 +451,10 @@ def _yaml_regions(text: str) -> list[Any]:
         return []
     import yaml  # only here: most replies hold nothing to look at, and yaml is slow to import
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     found: list[Any] = []
     for region in wanted[:_MAX_REGIONS]:
         try:
-            value = yaml.load(region, Loader=loader)  # a safe loader, C where available
+            value = safe_load(region)  # an alias bomb is a ValueError: the text search covers it
         except (yaml.YAMLError, RecursionError, ValueError, TypeError, OverflowError):
             continue
         if isinstance(value, dict | list):

@@ -42,7 +42,9 @@ Rules:
    naming that thing. No evidence, no flag: opinions and style preferences
    go to "suggestions", which never block.
 4. "verdict" is "PASS" only if every check passes and there are no critical
-   issues; otherwise "FAIL".
+   issues; otherwise "FAIL". Give the verdict there and each result in its
+   "result" only: a detail, issue or suggestion that states another
+   ("verdict: FAIL") makes the review ambiguous, and it is rejected.
 5. Read this file to its very last line. It ends with "santa-canary: TOKEN";
    copy TOKEN into "canary". A review without the right canary is rejected.
 6. Reply with the JSON object only:
@@ -67,7 +69,9 @@ For each problem, in order:
    before acting on them.
 2. If it is real, make the smallest change that resolves it.
 3. If it is not an issue, change nothing for it and say why.
-4. If you cannot fix it without a fact that neither the spec nor the output
+4. Facts come from the spec, the output and the flags. Use a fact a flag
+   states when you can check it against the output or the spec (the line it
+   contradicts, the spec's own figure). If the fix needs a fact none of them
    gives (a figure, a price, a name, a date, a link), never invent one and
    never put in a placeholder: change nothing for it and ask the question a
    person must answer.

@@ -1,4 +1,4 @@
-"""Escalation: when another fix would not help.
+"""Escalation: when another fix would not help; and a check that asked for none.
 
 A round's gate can only say ship, rereview or fix. Whether the loop may go
 on depends on its history, decided here as a pure function so the Claude
@@ -9,6 +9,10 @@ Code face and the headless loop escalate for exactly the same reasons:
 - a recurring flag: the same problem in 3 consecutive rounds, or one that
   disappeared and came back (a fix regression). Reports of loops running
   14, 25, 30+ rounds are what this rule exists for.
+
+A run with `max_fixes` 0 is a check: one that finds problems ends
+`report` (verdict NAUGHTY, outcome reported), not in an escalation a
+person must rescue. Only a check that never got valid reviews escalates.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ RECURRENCE_ROUNDS = 3
 MAX_REREVIEWS = 2
 #: How a cap escalation's reason starts (the state layer words its refusal by it).
 FIXES_EXHAUSTED = "fixes exhausted"
+#: Why a check-only run ends with its problems reported.
+CHECK_ONLY = "a check only (max_fixes 0): the problems are reported, no fix was asked"
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,8 @@ def decide(
     """Turn the round's own `next` into the loop's `next`."""
     if round_next == "ship":
         return Decision("ship")
+    if round_next == "fix" and max_fixes == 0:
+        return Decision("report", (CHECK_ONLY,))
     reasons: list[str] = []
     spent = budget.spent(cost_usd, budget_usd)
     if spent is not None:

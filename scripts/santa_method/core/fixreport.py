@@ -57,6 +57,8 @@ class FlagAnswer:
 @dataclass(frozen=True)
 class FixReport:
     answers: tuple[FlagAnswer, ...]
+    extra: tuple[int, ...] = ()
+    """Numbers the report answers beyond the problems it was given."""
 
     @property
     def questions(self) -> tuple[FlagAnswer, ...]:
@@ -100,4 +102,21 @@ def parse_report(notes: str, flags: Sequence[MergedIssue]) -> FixReport:
     for n in sorted(found):
         if n > len(ordered) and found[n][0] == "needs input":
             answers.append(FlagAnswer(n, "needs input", found[n][1]))
-    return FixReport(tuple(answers))
+    extra = tuple(n for n in sorted(found) if n < 1 or n > len(ordered))
+    return FixReport(tuple(answers), extra)
+
+
+def extra_answers_problem(report: FixReport, given: int) -> str | None:
+    """Why a report that answers more problems than it was given is no
+    answer to them, or None. Such a fixer worked from another list (a stale
+    assignment, flags of its own), so what it changed answers nothing the
+    reviewers raised."""
+    if not report.extra:
+        return None
+    numbers = [str(n) for n in report.extra]
+    named = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    return (
+        f"the fixer's report answers problem{'s' if len(numbers) > 1 else ''} {named}, but its "
+        f"assignment lists {given}: it answered some other list, so its fix is not accepted. Run "
+        "the fixer again on its assignment (one line per problem listed there)"
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
+from santa_method.core.errors import InputError
 from santa_method.core.merge import flags_of, merge_flags, merge_suggestions
 from santa_method.core.review import validate_reply
 from santa_method.core.types import (
@@ -23,13 +24,44 @@ from santa_method.core.types import (
     ValidationResult,
 )
 
-__all__ = ["MIN_REVIEWERS", "default_labels", "gate", "gate_replies"]
+__all__ = [
+    "EMPTY_OUTPUT",
+    "MIN_REVIEWERS",
+    "default_labels",
+    "gate",
+    "gate_replies",
+    "require_output",
+]
+
+#: What every face says of an output that holds nothing but whitespace.
+EMPTY_OUTPUT = "the output under review is empty; there is nothing to verify"
+
+
+def require_output(output: str) -> None:
+    """An empty output cannot be reviewed: a PASS of nothing says nothing
+    about anything, so the gate and a run's opening refuse it alike, as bad
+    input (exit 2)."""
+    if not output.strip():
+        raise InputError(EMPTY_OUTPUT)
 
 
 def default_labels(n: int) -> list[str]:
     """B, C, D, ... (A is the author), then R27, R28, ... past Z."""
     letters = string.ascii_uppercase[1:]
     return [letters[i] if i < len(letters) else f"R{i + 2}" for i in range(n)]
+
+
+def all_passed(
+    replies: Sequence[tuple[bool, str | None]], expected: int, minimum: int = MIN_REVIEWERS
+) -> bool:
+    """The one rule of a NICE round, for the gate and for every later check
+    of it (the state's ship, its own sanity check): exactly `expected`
+    replies, at least `minimum`, each (valid, verdict) a valid PASS."""
+    return (
+        expected >= minimum
+        and len(replies) == expected
+        and all(valid and verdict == "PASS" for valid, verdict in replies)
+    )
 
 
 def _outcome(label: str, result: ValidationResult | None) -> ReviewOutcome:
@@ -49,7 +81,10 @@ def gate(
     min_reviewers: int = MIN_REVIEWERS,
 ) -> GateResult:
     """Gate one round. `results[i]` is reviewer i's validated reply, or None
-    when that reviewer sent nothing; `expected` pads missing slots."""
+    when that reviewer sent nothing; `expected` pads missing slots. An empty
+    `output` is refused (`require_output`); None means quotes go unchecked."""
+    if output is not None:
+        require_output(output)
     slots = max(len(results), expected or 0, min_reviewers)
     labels = list(labels) if labels is not None else []
     if len(labels) > slots or len(set(labels)) != len(labels):
@@ -75,8 +110,8 @@ def gate(
             reasons.append(f"reviewer {o.label}'s reply is not a valid review")
         elif o.verdict == "FAIL":
             reasons.append(f"reviewer {o.label} failed the output")
-    nice = not reasons and len(valid) == slots and slots >= min_reviewers
-    if nice:
+    replies = [(o.valid and o.review is not None, o.verdict) for o in outcomes]
+    if all_passed(replies, slots, min_reviewers):
         return GateResult("NICE", "ship", outcomes, (), suggestions, agreement, ())
     # Nothing to fix when every valid reviewer passed: the round failed only
     # because a reply was invalid or missing.

@@ -20,8 +20,11 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
+from typing import NamedTuple
 
-from santa_method.core.text import normalise
+from santa_method.core.text import line_pieces, normalise
 
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
@@ -40,32 +43,59 @@ class Place:
 
 def quote_lines(quote: str, text: str) -> tuple[int, int] | None:
     """The first and last line (1-based) of `quote`'s first occurrence in `text`."""
+    return _lines_in(quote, _line_index(text))
+
+
+class _Index(NamedTuple):
+    """A text's normalised form, and where each of its pieces (`line_pieces`)
+    starts, in lines of the text and in the normalised form."""
+
+    pieces: list[str]
+    first_lines: list[int]
+    starts: list[int]
+    joined: str
+
+
+def _index(text: str) -> _Index:
+    pieces = line_pieces(text) if text else [""]
+    first_lines: list[int] = []
+    starts: list[int] = []
+    normalised: list[str] = []
+    line = offset = 0
+    for piece in pieces:
+        first_lines.append(line)
+        starts.append(offset)
+        normalised.append(normalise(piece))
+        line += piece.count("\n")
+        offset += len(normalised[-1])
+    return _Index(pieces, first_lines, starts, "".join(normalised))
+
+
+# Built once per text, not once per quote: a report places every quote of
+# every problem in one output.
+_line_index = lru_cache(maxsize=8)(_index)
+
+
+def _lines_in(quote: str, index: _Index) -> tuple[int, int] | None:
     needle = normalise(quote or "")
     if not needle:
         return None
-    lines = text.split("\n")
-    starts: list[int] = []
-    parts: list[str] = []
-    offset = 0
-    for line in lines:
-        starts.append(offset)
-        norm = normalise(line)
-        parts.append(norm)
-        offset += len(norm)
-    found = "".join(parts).find(needle)
+    found = index.joined.find(needle)
     if found < 0:
         return None
-    first = bisect.bisect_right(starts, found) - 1
-    last = bisect.bisect_right(starts, found + len(needle) - 1) - 1
-    return _skip_empty(starts, parts, first) + 1, last + 1
+    return _line_of(index, found) + 1, _line_of(index, found + len(needle) - 1) + 1
 
 
-def _skip_empty(starts: list[int], parts: list[str], index: int) -> int:
-    """Blank lines normalise to nothing and share an offset with the next line:
-    a match starts on the first line that holds a character of it."""
-    while index + 1 < len(parts) and not parts[index] and starts[index + 1] == starts[index]:
-        index += 1
-    return index
+def _line_of(index: _Index, at: int) -> int:
+    """The line (0-based) that holds character `at` of the normalised text:
+    the last line starting at or before it (blank lines normalise to nothing,
+    so the one a character belongs to is the last of those sharing its
+    start). Only the piece holding it is normalised line by line."""
+    piece = bisect.bisect_right(index.starts, at) - 1
+    lines = index.pieces[piece].split("\n")
+    starts = list(accumulate((len(normalise(line)) for line in lines[:-1]), initial=0))
+    offset = index.starts[piece]
+    return index.first_lines[piece] + bisect.bisect_right(starts, at - offset) - 1
 
 
 @dataclass
@@ -150,10 +180,9 @@ def _git_header_path(line: str) -> str:
 
 def locate_in_diff(quote: str, diff: str) -> Place | None:
     """The changed file and new-version line of `quote` in `diff`, or None."""
-    files = parse_diff(diff)
+    files, sides = _diff_index(diff)
     if not files:
         return None
-    lines = diff.split("\n")
     found = quote_lines(quote, diff)
     if found is not None:
         first, last = found[0] - 1, found[1] - 1
@@ -161,18 +190,39 @@ def locate_in_diff(quote: str, diff: str) -> Place | None:
             if f.first_row <= first <= f.last_row:
                 return _place_rows(f, first, last)
     # Quoted without the diff's line prefixes: look in each file's new side.
+    for f, (kept, kept_index, gone, gone_index) in zip(files, sides, strict=True):
+        spot = _lines_in(quote, kept_index) if kept else None
+        if spot is not None:
+            return Place(f.path, kept[spot[0] - 1], kept[spot[1] - 1])
+        spot = _lines_in(quote, gone_index) if gone else None
+        if spot is not None:
+            return Place(f.path) if f.deleted else Place(f.path, gone[spot[0] - 1])
+    return None
+
+
+_Side = tuple[list[int], _Index, list[int], _Index]
+
+
+@lru_cache(maxsize=4)
+def _diff_index(diff: str) -> tuple[list[DiffFile], list[_Side]]:
+    """A diff's files, and for each the index of its kept and of its removed
+    lines (without their prefix) with each line's new line number: parsed
+    once per diff, not once per quote."""
+    files = parse_diff(diff)
+    lines = diff.split("\n")
+    sides: list[_Side] = []
     for f in files:
         kept = [(i, n) for i, kind, n in f.rows if kind != "-"]
-        text = "\n".join(lines[i][1:] for i, _ in kept)
-        spot = quote_lines(quote, text) if kept else None
-        if spot is not None:
-            return Place(f.path, kept[spot[0] - 1][1], kept[spot[1] - 1][1])
         gone = [(i, n) for i, kind, n in f.rows if kind == "-"]
-        text = "\n".join(lines[i][1:] for i, _ in gone)
-        spot = quote_lines(quote, text) if gone else None
-        if spot is not None:
-            return Place(f.path) if f.deleted else Place(f.path, gone[spot[0] - 1][1])
-    return None
+        sides.append(
+            (
+                [n for _, n in kept],
+                _index("\n".join(lines[i][1:] for i, _ in kept)),
+                [n for _, n in gone],
+                _index("\n".join(lines[i][1:] for i, _ in gone)),
+            )
+        )
+    return files, sides
 
 
 def _place_rows(f: DiffFile, first: int, last: int) -> Place:

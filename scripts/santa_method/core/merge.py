@@ -32,9 +32,12 @@ under that criterion, one whose quote checked out if there is one.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from santa_method.core.text import Span, claim_spans, find_spans, normalise, words
 from santa_method.core.types import Evidence, Flag, Issue, MergedIssue, Review
@@ -199,9 +202,6 @@ def _quotes_overlap(a: str, b: str, spans_a: tuple[Span, ...], spans_b: tuple[Sp
     return _contains(a, b)
 
 
-def _claims_of(spans: tuple[Span, ...], claims: tuple[Span, ...]) -> set[int]:
-    return {i for i, c in enumerate(claims) for s in spans if s.overlaps(c)}
-
 
 def _focus(issue: Issue, other: Issue) -> frozenset[str]:
     """What a quoted flag points at: the figures and identifiers of the
@@ -230,7 +230,9 @@ class _Place:
     def __init__(self, output: str | None) -> None:
         self.output = output
         self.claims = claim_spans(output) if output is not None else ()
+        self._starts = [c.start for c in self.claims]
         self._spans: dict[str, tuple[Span, ...]] = {}
+        self._claims: dict[str, frozenset[int]] = {}
 
     def spans(self, quote: str) -> tuple[Span, ...]:
         if self.output is None:
@@ -238,6 +240,21 @@ class _Place:
         if quote not in self._spans:
             self._spans[quote] = find_spans(quote, self.output)
         return self._spans[quote]
+
+    def claims_of(self, quote: str) -> frozenset[int]:
+        """The claims `quote`'s places overlap. Claims are consecutive, so
+        each place's first claim is found by bisection, not by a scan of
+        every claim of the output (per pair of flags)."""
+        if quote not in self._claims:
+            found: set[int] = set()
+            for span in self.spans(quote):
+                i = max(bisect.bisect_right(self._starts, span.start) - 1, 0)
+                while i < len(self.claims) and self.claims[i].start < span.end:
+                    if span.overlaps(self.claims[i]):
+                        found.add(i)
+                    i += 1
+            self._claims[quote] = frozenset(found)
+        return self._claims[quote]
 
 
 def _same_quoted(a: Issue, b: Issue, place: _Place) -> bool:
@@ -247,7 +264,7 @@ def _same_quoted(a: Issue, b: Issue, place: _Place) -> bool:
         return True
     if not (spans_a and spans_b and place.claims):
         return False
-    if not _claims_of(spans_a, place.claims) & _claims_of(spans_b, place.claims):
+    if not place.claims_of(a.quote) & place.claims_of(b.quote):
         return False
     # Two parts of one claim: one problem only if they say so.
     return a.criterion == b.criterion or bool(_focus(a, b) & _focus(b, a))
@@ -277,7 +294,50 @@ def same_problem(
 
 
 def issue_key(issue: Issue | MergedIssue) -> str:
-    """A readable identity for a flag, stable across rounds and processes."""
+    """A flag's identity, stable across rounds and processes, readable where
+    it can be, holding no secret, and left as it is by redaction: so a run's
+    state, its log and every report hold the same key.
+
+    It is `readable_key` when the flag's own words hold no secret (judged on
+    those words: a quote run together without its spaces looks random to
+    the entropy rule, its words do not) and redaction leaves the key as it
+    is. Else a quote's key keeps its words apart, and failing that it is
+    sealed (`seal_key`). A key whose words hold a secret is sealed from
+    their redacted form, so not even a hash of the secret is kept.
+    """
+    from santa_method.core.redact import find_secrets, redact_text
+
+    source = issue.quote if issue.quote is not None else issue.missing
+    if find_secrets(issue.issue if source is None else source) or _holds_secret(issue.criterion):
+        shown = Issue(
+            redact_text(issue.criterion),
+            redact_text(issue.issue),
+            None if issue.quote is None else redact_text(issue.quote),
+            None if issue.missing is None else redact_text(issue.missing),
+        )
+        return seal_key(shown.criterion, readable_key(shown))
+    readable = readable_key(issue)
+    if redact_text(readable) == readable:
+        return readable
+    if issue.quote is not None:
+        spaced = f"{issue.criterion}|quote:{words(issue.quote)[:120]}"
+        if redact_text(spaced) == spaced:
+            return spaced
+    return seal_key(issue.criterion, readable)
+
+
+@lru_cache(maxsize=256)
+def _holds_secret(criterion: str) -> bool:
+    """Criterion ids recur in every flag of a gate: each is judged once."""
+    from santa_method.core.redact import find_secrets
+
+    return bool(find_secrets(criterion))
+
+
+def readable_key(issue: Issue | MergedIssue) -> str:
+    """`<criterion>|quote:` and the quote in its matching form (`normalise`),
+    or `|missing:` and the missing thing's words, or `|issue:` and the issue's
+    words. CI reports fingerprint flags by this form of their redacted text."""
     if issue.quote is not None:
         body = "quote:" + normalise(issue.quote)[:120]
     elif issue.missing is not None:
@@ -285,6 +345,17 @@ def issue_key(issue: Issue | MergedIssue) -> str:
     else:
         body = "issue:" + words(issue.issue)[:120]
     return f"{issue.criterion}|{body}"
+
+
+def seal_key(criterion: str, readable: str) -> str:
+    """A key that shows none of its words: `<criterion>|redacted:<the first 16
+    hex digits of the sha256 of a readable key>` (one that holds no secret),
+    still one per problem and stable across rounds. The iteration log seals
+    a key that redaction would change the same way."""
+    from santa_method.core.redact import redact_text
+
+    digest = hashlib.sha256(readable.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{redact_text(criterion)}|redacted:{digest}"
 
 
 def _group(flags: Sequence[Flag], output: str | None) -> list[list[int]]:

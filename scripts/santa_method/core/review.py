@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from santa_method.core.ambiguity import disagreement
 from santa_method.core.extract import extract_verdict_object
 from santa_method.core.schema import shape_errors, tolerant_schema
 from santa_method.core.text import quote_occurs
@@ -218,7 +219,19 @@ def validate_object(
     output: str | None = None,
     canary: str | None = None,
 ) -> ValidationResult:
-    """Validate an already-parsed reply (e.g. from a structured-output API)."""
+    """Validate an already-parsed reply (e.g. from a structured-output API):
+    a review that states a second verdict in its own words is ambiguous here
+    too, as in a raw reply (`core/ambiguity.py`)."""
+    if isinstance(obj, dict):
+        conflict = disagreement(obj, "", (0, 0), [])
+        if conflict:
+            return ValidationResult(False, (conflict,))
+    return _validate(obj, rubric=rubric, output=output, canary=canary)
+
+
+def _validate(
+    obj: Any, *, rubric: Rubric | None, output: str | None, canary: str | None
+) -> ValidationResult:
     if not isinstance(obj, dict):
         return ValidationResult(False, ("$: the review must be a JSON object",))
     errors = shape_errors(obj)
@@ -242,7 +255,7 @@ def validate_reply(
     canary: str | None = None,
 ) -> ValidationResult:
     """Validate a reviewer's raw reply text (prose, fences and all)."""
-    found = extract_verdict_object(reply)
+    found = extract_verdict_object(reply)  # ambiguity inside and around the review checked
     if found.obj is None:
         return ValidationResult(False, (found.error or "no review found",))
-    return validate_object(found.obj, rubric=rubric, output=output, canary=canary)
+    return _validate(found.obj, rubric=rubric, output=output, canary=canary)

@@ -33,6 +33,7 @@ from santa_method.core.errors import InputError
 from santa_method.core.files import MAX_RUBRIC_BYTES, check_file, path_kind, read_text, too_deep
 from santa_method.core.rubric_check import TOO_DEEP, RubricDoc, parse_rubric
 from santa_method.core.types import Criterion, Rubric
+from santa_method.core.yaml_safe import ALIAS_CYCLE, ALIAS_GROWTH, alias_bomb
 
 __all__ = [
     "LintReport",
@@ -57,10 +58,14 @@ _Entry = tuple[str, Criterion]  # (key of the file that defines it, criterion)
 
 
 def _readable(doc: RubricDoc, path: str | os.PathLike[str] | None) -> RubricDoc:
-    """A rubric nested past what the parser follows cannot be read, let alone
-    judged: bad input (exit 2) naming the file, like an unreadable one."""
+    """A rubric nested past what the parser follows, or blown up by its
+    aliases, cannot be read, let alone judged: bad input (exit 2) naming the
+    file, like an unreadable one."""
     if TOO_DEEP in doc.errors:
         raise too_deep("rubric", path)
+    for bomb in (ALIAS_GROWTH, ALIAS_CYCLE):
+        if bomb in doc.errors:
+            raise alias_bomb("rubric", path, bomb)
     return doc
 
 

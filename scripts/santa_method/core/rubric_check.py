@@ -23,7 +23,7 @@ from typing import Any
 from santa_method.core.data import data_dir
 from santa_method.core.schema import conforms
 from santa_method.core.types import Criterion
-from santa_method.core.yaml_safe import unique_keys_loader, yaml_too_deep
+from santa_method.core.yaml_safe import AliasBomb, safe_load, yaml_too_deep
 
 __all__ = [
     "CRITERION_KEYS",
@@ -105,7 +105,9 @@ def _load_yaml(text: str) -> tuple[Any, str | None]:
     import yaml
 
     try:
-        return yaml.load(text, Loader=unique_keys_loader()), None  # a SafeLoader subclass
+        return safe_load(text, unique_keys=True), None
+    except AliasBomb as exc:
+        return None, str(exc)
     except yaml.MarkedYAMLError as exc:
         if yaml_too_deep(exc):
             return None, TOO_DEEP

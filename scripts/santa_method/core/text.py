@@ -43,10 +43,38 @@ _PUNCT = str.maketrans(
 )
 
 
+# Long text is normalised a piece at a time, each piece ending at a line
+# break: every step is exact across a line break (NFKC neither reorders nor
+# composes across one, the others map one character at a time), and a piece
+# this size stays in the processor's cache through all five passes, where a
+# 30 MB text would go to memory and back for each.
+_PIECE = 1 << 16
+
+
 def normalise(text: str) -> str:
     """The matching form of `text` (see the module docstring)."""
-    text = unicodedata.normalize("NFKC", text).translate(_PUNCT).casefold()
-    return "".join(ch for ch in text if not ch.isspace())
+    if len(text) <= _PIECE:
+        return _normalise(text)
+    return "".join(map(_normalise, line_pieces(text)))
+
+
+def line_pieces(text: str) -> list[str]:
+    """`text` cut after line breaks into pieces of about 64 KB (a longer
+    line is a piece of its own); the normalised text is the concatenation
+    of the normalised pieces."""
+    pieces = []
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _PIECE)
+        end = len(text) if end < 0 else end + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def _normalise(text: str) -> str:
+    # `str.split` drops exactly the characters `str.isspace` calls whitespace, in C.
+    return "".join(unicodedata.normalize("NFKC", text).translate(_PUNCT).casefold().split())
 
 
 def words(text: str) -> str:
@@ -103,30 +131,35 @@ _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+")
 def _line_claims(text: str) -> list[str]:
     """Split text outside comments into claims: sentences of prose (a wrapped
     line continues its sentence), single lines of code, data rows and list
-    items."""
+    items. Linear: a claim is gathered as a list of lines, joined once, so a
+    block of a million indented lines (one claim) is not copied per line."""
     pieces: list[str] = []
-    current = ""
+    current: list[str] = []
+    said = False  # whether `current` holds more than whitespace
     in_code = False
-    for line in text.splitlines(keepends=True):
+    # Line by line through pieces of the text (a piece ends after a line
+    # break, so its lines are the text's): no list of every line at once.
+    for line in (line for piece in line_pieces(text) for line in piece.splitlines(True)):
         fence_line = bool(_FENCE_LINE.match(line))
+        blank = line.isspace()
         continues = (
             not in_code
             and not fence_line
-            and current.strip() != ""
-            and line.strip() != ""
+            and said
+            and not blank
             and not _BLOCK_START.match(line)
             and (line[:1].isspace() or line.lstrip()[:1].islower() or line.lstrip()[:1] in "`(\"'")
         )
         if continues:
-            current += line
+            current.append(line)
             continue
         if current:
-            pieces.append(current)
-        current = line
+            pieces.append("".join(current))
+        current, said = [line], not blank
         if fence_line:
             in_code = not in_code
     if current:
-        pieces.append(current)
+        pieces.append("".join(current))
     out: list[str] = []
     for piece in pieces:
         parts = _SENTENCE_END.split(piece)

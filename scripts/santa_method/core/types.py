@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 Result = Literal["PASS", "FAIL"]
 Verdict = Literal["NICE", "NAUGHTY"]
 Evidence = Literal["verified", "unverified", "none"]
-Next = Literal["ship", "rereview", "fix", "escalate"]
+Next = Literal["ship", "rereview", "fix", "escalate", "report"]
 
 UNSPECIFIED = "unspecified"
 

@@ -4,7 +4,7 @@
 no text from the event can become a command) and runs
 `python -m santa_method.github`. This module drives the `santa` command as a
 user would, through its stable CLI (`santa run --json`, `santa batch --json`,
-`santa report ID --format ...`), so the Action tests the same contract README
+`santa report ID --format ...`), so the Action tests the same contract docs/ci.md
 documents for every other CI system. One question is asked before: is
 there any text in the change at all? It is answered by the same reader
 `santa run --against-diff` uses, so the two never disagree.
@@ -34,10 +34,10 @@ from santa_method.core.errors import InputError as SantaInputError
 from santa_method.core.errors import SantaError
 from santa_method.core.files import read_text
 from santa_method.core.numbers import Range
+from santa_method.core.redact import redact_text
 from santa_method.github.comments import Client, GitHubError
 from santa_method.headless.change import Change
-from santa_method.state.atomic import replace_text
-from santa_method.state.redact import redact_text
+from santa_method.state.atomic import out_kind, write_out_text
 
 VERDICTS = ("NICE", "NAUGHTY", "ESCALATED", "ACCEPTED", "SKIPPED", "ERROR")
 # Worst first: the job's verdict is the worst of its runs'.
@@ -401,8 +401,13 @@ def run(env: Mapping[str, str]) -> int:
     for name in [n for n in child if n.startswith("INPUT_")]:
         del child[name]  # the model backend never sees the GitHub token or other inputs
     ctx.temp.mkdir(parents=True, exist_ok=True)
-    report_path = Path(inputs.report_file or ctx.temp / "report.md").resolve()
-    sarif_path = Path(inputs.sarif_file or ctx.temp / "santa.sarif").resolve()
+    report_path = Path(inputs.report_file or ctx.temp / "report.md").absolute()
+    sarif_path = Path(inputs.sarif_file or ctx.temp / "santa.sarif").absolute()
+    for name, path in (("report-file", report_path), ("sarif-file", sarif_path)):
+        try:
+            out_kind(path)  # refused before any reviewer is paid, as --out is
+        except SantaInputError as e:
+            raise InputError(f"input {name}: {e}") from None
 
     missing = missing_credentials(inputs.backend, child)
     if missing:
@@ -431,10 +436,10 @@ def run(env: Mapping[str, str]) -> int:
         _report(outcome, "sarif", child, out=part)
         sarifs.append(json.loads(part.read_text(encoding="utf-8")))
     body = "\n\n".join(p.rstrip("\n") for p in parts) + "\n"
-    replace_text(report_path, body)
+    write_out_text(report_path, body)
     sarif_out = ""
     if sarifs:
-        replace_text(sarif_path, json.dumps(merge_sarif(sarifs), indent=2))
+        write_out_text(sarif_path, json.dumps(merge_sarif(sarifs), indent=2))
         sarif_out = str(sarif_path)
     _write_summary(ctx, body)
     _comment(inputs, ctx, body)

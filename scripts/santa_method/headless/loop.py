@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +41,7 @@ from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
 from santa_method.headless.reviewing import LoopRun
 from santa_method.headless.routing import Backends
-from santa_method.state import locks, runs
+from santa_method.state import locks, runs, sources
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.formats.model import with_places
 from santa_method.state.model.run import Target
@@ -162,7 +163,7 @@ async def _verify(
         opts, reviewers=reviewers, max_fixes=max_fixes, budget_usd=budget_usd, timeout=timeout
     )
     custom = prices.custom_prices(opts.prices)
-    backends = Backends(backend, given=opts.backends, prices=custom)
+    backends = Backends(backend, given=opts.backends, prices=custom, record=opts.record)
     try:
         return await _verify_with(spec, output, checked, resolved, root, change, backends, custom)
     finally:
@@ -188,6 +189,11 @@ async def _verify_with(
     # Which backend answers whom: a name santa cannot route is refused here, before any call.
     the_route = routing.route(backends, opts.models, opts.reviewers, opts.fixer_model)
     reviewers = len(the_route.seats)
+    replayed = backends.replayed
+    if replayed is not None and resume_run:
+        raise InputError(
+            "a run is replayed from its start, never resumed: replay it again in a new run"
+        )
     # Before any run exists: a setup problem is no verdict, and all of it is named at once.
     await backends.require_all([*the_route.seats, the_route.fixer])
     routing.require_prices(the_route, budget_usd, custom)
@@ -201,7 +207,15 @@ async def _verify_with(
         project_dir=root,
         on_event=opts.on_event,
     )
-    if len({(s.backend_name, s.model) for s in the_route.seats}) == 1:
+    run.replayed = replayed
+
+    def recorded_warning(message: str) -> None:
+        run.warnings.append(message)
+        run.emit("warning", text=message)
+
+    for recorder in backends.recorders:
+        recorder.on_warning = recorded_warning
+    if len({(s.backend_name, s.model) for s in the_route.seats}) == 1 and replayed is None:
         run.warnings.append(
             "all reviewers use the same model; different models make their errors less correlated"
         )
@@ -287,10 +301,16 @@ async def _verify_with(
             cwd=root,
             run_id=new_id,
             in_place=in_place,
+            replayed=replayed,
         )
         run_id = opened.run_id
         run.emit(
-            "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, original=original
+            "run_start",
+            run_id=run_id,
+            backend=impl.name,
+            reviewers=reviewers,
+            original=original,
+            replayed=replayed,
         )
         return await _guarded(run, opened, working, budget_usd, resumable)
 
@@ -367,11 +387,13 @@ async def _drive(
                 tokens=record.tokens.total,
                 cost_usd=record.cost_usd,
                 token_detail=record.tokens.to_json(),
+                model=record.model,
+                duration_s=record.duration_s,
             )
             run.spend(record.tokens, record.cost_usd, logged=True, by=record.backend)
             records.append(record)
         last_round_cost = (run.cost or 0.0) - cost_before
-        gate = runs.gate_run(run_id)
+        gate = runs.gate_run(run_id, checks=sources.LOOP)
         round_record = RoundRecord(
             round=opened.round,
             verdict=gate.verdict,
@@ -390,6 +412,11 @@ async def _drive(
             return _result(run, run_id, "NICE", working, None, [])
         if gate.next == "escalate":
             return _escalated(run, run_id, working, gate.extra.get("report"), list(gate.reasons))
+        if gate.next == "report":
+            # A check only: its problems are the answer; nothing to rescue.
+            report = gate.extra.get("report")
+            run.emit("report", run_id=run_id, reasons=list(gate.reasons), report=report)
+            return _result(run, run_id, "NAUGHTY", working, report, list(gate.reasons))
         # A budget that cannot be measured cannot be kept: stop, not spend.
         step: Literal["fix", "rereview"] = "fix" if gate.next == "fix" else "rereview"
         reason = budget.next_round(
@@ -431,6 +458,7 @@ async def _fix(
     """Call the fixer on the round's flags, write its output, log the fix."""
     fixer_text = read_exact(fixer_path)
     run.emit("fix_start", round=round_number, flags=fixer_text.count("\n### "))
+    began = time.monotonic()
     try:
         if isinstance(working, Change):
             # One fixer call per changed file, each file replaced atomically.
@@ -454,9 +482,14 @@ async def _fix(
         runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
         return spent, {"reason": reason}
     run.spend(fix.tokens, fix.cost_usd, logged=False, by=run.fixer.backend_name)
-    data = {"backend": run.fixer.backend_name, "model": fix.model, "notes": fix.notes[:4000]}
+    data = {
+        "backend": run.fixer.backend_name,
+        "model": fix.model or run.fixer.model,
+        "notes": fix.notes[:4000],
+        "duration_s": round(time.monotonic() - began, 3),
+    }
     data.update(run.take_unlogged())
-    run.emit("fix_done", round=round_number, notes=fix.notes)
+    run.emit("fix_done", round=round_number, notes=fix.notes, model=data["model"])
     try:
         written = runs.log_event(run_id, "fix", data=data)
     except RefusedError as exc:
@@ -571,7 +604,7 @@ def _escalated(
 def _result(
     run: LoopRun,
     run_id: str,
-    verdict: Literal["NICE", "ESCALATED"],
+    verdict: Literal["NICE", "NAUGHTY", "ESCALATED"],
     working: Path | Change,
     report: str | None,
     reasons: list[str],
@@ -585,8 +618,9 @@ def _result(
             # Deleted, or a folder put in its place, after the run ended its
             # rounds: there is no output to answer, only what became of the run.
             lost = f"{working} cannot be read any more ({exc.strerror or exc})"
-            if verdict == "NICE":
-                raise InputError(f"run {run_id} shipped, but {lost}") from None
+            if verdict != "ESCALATED":
+                said = "shipped" if verdict == "NICE" else "reported its problems"
+                raise InputError(f"run {run_id} {said}, but {lost}") from None
             why = "; ".join(reasons)
             raise InputError(
                 f"run {run_id} is escalated: {why if str(working) in why else f'{why}; {lost}'}"
@@ -605,6 +639,7 @@ def _result(
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
         target=runs.target_name(runs.load_state(run_id).target),
+        replayed=run.replayed,
     )
 
 

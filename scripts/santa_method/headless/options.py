@@ -63,6 +63,8 @@ class VerifyOptions:
     resume_run: str | None = None
     close_backend: bool = True
     resumable: bool = False
+    record: str | os.PathLike[str] | None = None
+    """A folder to keep every backend reply in, for `backend="replay:DIR"`."""
     max_cost_usd: float | None = None
     """The old name of `budget_usd` (deprecated): moved there, and None after."""
 

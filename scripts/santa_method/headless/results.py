@@ -28,6 +28,8 @@ class ReviewerRecord:
     errors: tuple[str, ...]
     tokens: Tokens
     cost_usd: float | None
+    duration_s: float | None = None
+    """Seconds the backend took to answer, over every ask."""
     backend: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -41,6 +43,7 @@ class ReviewerRecord:
             "errors": list(self.errors),
             "tokens": self.tokens.to_json(),
             "cost_usd": self.cost_usd,
+            "duration_s": self.duration_s,
         }
 
 
@@ -70,9 +73,11 @@ class RoundRecord:
 
 @dataclass
 class VerifyResult:
-    """What `verify` answers. `verdict` is NICE only after a NICE gate was logged as shipped."""
+    """What `verify` answers. `verdict` is NICE only after a NICE gate was
+    logged as shipped; NAUGHTY is a check-only run (`max_fixes` 0) that found
+    problems (`outcome` reported); ESCALATED is a run a person takes over."""
 
-    verdict: Literal["NICE", "ESCALATED"]
+    verdict: Literal["NICE", "NAUGHTY", "ESCALATED"]
     run_id: str
     rounds: int
     history: list[RoundRecord]
@@ -88,6 +93,14 @@ class VerifyResult:
     """What was verified: the file the caller named, or `diff:REV` for a change."""
     questions: list[dict[str, Any]] = field(default_factory=list)
     """What the fixer asked a person (reason `needs-input`): n, key, criterion, question."""
+    replayed: str | None = None
+    """The recording a replayed run was answered from (no model was called)."""
+
+    @property
+    def outcome(self) -> Literal["shipped", "reported", "escalated"]:
+        """How the run ended, as the log, metrics and reports name it."""
+        outcomes = {"NICE": "shipped", "NAUGHTY": "reported", "ESCALATED": "escalated"}
+        return outcomes[self.verdict]  # type: ignore[return-value]
 
     @property
     def issues(self) -> list[dict[str, Any]]:
@@ -97,6 +110,7 @@ class VerifyResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
+            "outcome": self.outcome,
             "run_id": self.run_id,
             "rounds": self.rounds,
             "issues": self.issues,
@@ -110,6 +124,7 @@ class VerifyResult:
             "reasons": self.reasons,
             "target": self.target,
             "questions": self.questions,
+            "replayed": self.replayed,
         }
 
 

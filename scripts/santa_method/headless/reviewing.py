@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from santa_method.core import reask
 from santa_method.core.errors import BackendError
-from santa_method.core.review import unverified_quote_messages, validate_object, validate_reply
+from santa_method.core.review import validate_object, validate_reply
 from santa_method.core.schema import strict_schema
 from santa_method.core.types import Rubric, ValidationResult
 from santa_method.headless.backends.base import (
@@ -32,8 +34,6 @@ from santa_method.headless.backends.checked import ask_review
 from santa_method.headless.options import EventHook
 from santa_method.headless.results import ReviewerRecord, RoundRecord
 from santa_method.headless.routing import Route, Seat
-
-MAX_REASKS = 2
 
 
 class LoopRun:
@@ -66,6 +66,8 @@ class LoopRun:
         self.unlogged_tokens = Tokens()
         self.history: list[RoundRecord] = []
         self.warnings: list[str] = []
+        self.replayed: str | None = None
+        """The recording a replayed run is answered from."""
         # Takes a user's file's lock for the rest of the run before a fix writes it.
         self.fix_alone: Callable[[Path], None] = lambda path: None
 
@@ -146,7 +148,8 @@ class LoopRun:
         session: str | None = None
         tokens, cost = Tokens(), 0.0
         cost_known = True
-        invalid_asks = quote_asks = 0
+        waited = 0.0
+        asks = reask.Asks()
         self.emit("reviewer_start", label=label, model=model, backend=seat.backend_name)
         while True:
             request = ReviewRequest(
@@ -161,11 +164,13 @@ class LoopRun:
                 session=session,
                 on_started=on_started if not followups else None,
             )
+            began = time.monotonic()
             reply = await self.call(
                 f"reviewer {label}",
                 ask_review(seat.backend, request),
                 queued=bool(getattr(seat.backend, "queued", False)),
             )
+            waited += time.monotonic() - began
             on_started = None
             tokens = tokens + reply.tokens
             if reply.cost_usd is None:
@@ -179,29 +184,12 @@ class LoopRun:
             result = self._validate(reply, output, canary)
             if reply.failure:
                 break
-            if not result.valid and invalid_asks < MAX_REASKS:
-                invalid_asks += 1
-                feedback = (
-                    "Your reply is not a valid review:\n- "
-                    + "\n- ".join(result.errors)
-                    + "\nReply again with the corrected review JSON only."
-                )
-                followups.append(FollowUp(text, feedback))
-                self.emit("reviewer_reask", label=label, errors=list(result.errors))
+            ask = reask.next_ask(result, asks)
+            if ask is not None:
+                asks = ask.asks
+                followups.append(FollowUp(text, ask.feedback))
+                self.emit("reviewer_reask", label=label, errors=list(ask.reasons))
                 continue
-            if result.valid and result.review is not None and quote_asks < 1:
-                messages = unverified_quote_messages(result.review)
-                if messages:
-                    quote_asks += 1
-                    feedback = (
-                        "Some quotes are not in the output under review:\n- "
-                        + "\n- ".join(messages)
-                        + "\nQuote exactly or withdraw each such issue, and reply with the whole "
-                        "review JSON again."
-                    )
-                    followups.append(FollowUp(text, feedback))
-                    self.emit("reviewer_reask", label=label, errors=messages)
-                    continue
             break
         record = ReviewerRecord(
             label=label,
@@ -213,6 +201,7 @@ class LoopRun:
             errors=result.errors,
             tokens=tokens,
             cost_usd=cost if cost_known else None,
+            duration_s=round(waited, 3),
         )
         self.emit("reviewer_done", **record.to_json())
         return text, result, record
@@ -262,7 +251,6 @@ async def review_once(
     project_dir: str = ".",
 ) -> tuple[ValidationResult, ReviewerRecord]:
     """One reviewer outside a run (a batch's screen, `seat`), re-asked exactly as in a run."""
-    label = seat.label
     run = LoopRun(
         seat.backend,
         rubric,
@@ -273,7 +261,12 @@ async def review_once(
         on_event=None,
     )
     _text, result, record = await run.review_slot(
-        label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
+        seat.label,
+        prefix=prefix,
+        round_part=round_part,
+        output=output,
+        canary=canary,
+        on_started=None,
     )
     return result, record
 

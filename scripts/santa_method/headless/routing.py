@@ -13,6 +13,7 @@ whether it can start, and closes the ones it made.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,15 @@ _TAKE_PRICES = frozenset({"anthropic", "anthropic-batch", "openai"})
 
 
 def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
-    """A backend instance from a name (`anthropic`, `claude`, `openai`) or the instance itself."""
+    """A backend instance from a name (`anthropic`, `claude`, `openai`,
+    `replay:DIR`) or the instance itself."""
     if not isinstance(backend, str):
         return backend
+    from santa_method.headless.backends.replay import ReplayBackend, replay_folder
+
+    folder = replay_folder(backend)
+    if folder is not None:
+        return ReplayBackend(folder)
     if backend == "anthropic":
         from santa_method.headless.backends.anthropic import AnthropicBackend
 
@@ -52,7 +59,8 @@ def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
             )
         return AnthropicBatchBackend(**options)
     raise InputError(
-        f"unknown backend '{backend}'; use 'anthropic', 'claude', 'openai' or 'anthropic-batch'"
+        f"unknown backend '{backend}'; use 'anthropic', 'claude', 'openai', 'anthropic-batch' "
+        "or 'replay:DIR'"
     )
 
 
@@ -82,7 +90,10 @@ class Backends:
     `default` answers every entry that names no backend; `given` are
     instances the caller shares by name (a batch's, across its items);
     any other name gets an instance made here, closed by `aclose`. The
-    project's `prices` reach every backend whose cost santa counts."""
+    project's `prices` reach every backend whose cost santa counts. With
+    `record`, every instance answers through a `Recorder` keeping its
+    replies in that folder; a replay (`replay:DIR`) answers every slot,
+    whatever backend it names, and calls none."""
 
     def __init__(
         self,
@@ -90,38 +101,63 @@ class Backends:
         *,
         given: Mapping[str, Backend] | None = None,
         prices: prices.Overrides | None = None,
+        record: str | os.PathLike[str] | None = None,
     ) -> None:
         self.prices = dict(prices or {})
         self.given = dict(given or {})
         self.default_name = default if isinstance(default, str) else backend_name(default)
         self._default = default
-        self._default_instance: Backend | None = None if isinstance(default, str) else default
+        self._default_instance: Backend | None = None
         self.made: dict[str, Backend] = {}
+        self._lent: dict[str, Backend] = {}
+        self.record = record
+        #: The recorders of a recorded run, one per backend it calls.
+        self.recorders: list[Any] = []
 
     @property
     def default(self) -> Backend:
         """The instance `--backend` names, made when first asked for."""
         if self._default_instance is None:
             if self.default_name in self.given:
-                self._default_instance = self.given[self.default_name]
-            else:
-                self._default_instance = resolve_backend(
-                    self._default, **self._options(self.default_name)
+                self._default_instance = self._recorded(self.given[self.default_name])
+            elif isinstance(self._default, str):
+                self._default_instance = self._recorded(
+                    resolve_backend(self._default, **self._options(self.default_name))
                 )
                 self.made[self.default_name] = self._default_instance
+            else:
+                self._default_instance = self._recorded(self._default)
         return self._default_instance
+
+    @property
+    def replayed(self) -> str | None:
+        """The recording a replayed run is answered from, else None."""
+        return getattr(self.default, "replayed", None)
+
+    def _recorded(self, backend: Backend) -> Backend:
+        if self.record is None:
+            return backend
+        if getattr(backend, "replayed", None) is not None:
+            raise InputError("a replayed run calls no backend, so it has nothing to record")
+        from santa_method.headless.backends.replay import Recorder
+
+        recorder = Recorder(backend, self.record)
+        self.recorders.append(recorder)
+        return recorder
 
     def _options(self, name: str) -> dict[str, Any]:
         return {"prices": self.prices} if name in _TAKE_PRICES and self.prices else {}
 
     def get(self, name: str | None) -> Backend:
         """The instance that answers `name` (None: the default)."""
-        if name is None or name == self.default_name:
+        if name is None or name == self.default_name or self.replayed is not None:
             return self.default
         if name in self.given:
-            return self.given[name]
+            if name not in self._lent:
+                self._lent[name] = self._recorded(self.given[name])
+            return self._lent[name]
         if name not in self.made:
-            self.made[name] = resolve_backend(name, **self._options(name))
+            self.made[name] = self._recorded(resolve_backend(name, **self._options(name)))
         return self.made[name]
 
     def lent(self) -> dict[str, Backend]:
@@ -129,15 +165,20 @@ class Backends:
         return {n: b for n, b in {**self.given, **self.made}.items() if n != self.default_name}
 
     def seat(self, reviewer: Reviewer) -> Seat:
-        """The slot bound to its instance, its backend named."""
-        return Seat(reviewer.on(self.default_name), self.get(reviewer.backend))
+        """The slot bound to its instance, its backend named (a replayed
+        run's by the replay: it calls none)."""
+        backend = self.get(reviewer.backend)
+        if self.replayed is not None:
+            return Seat(Reviewer(reviewer.label, backend_name(backend), reviewer.model), backend)
+        return Seat(reviewer.on(self.default_name), backend)
 
     async def require_all(self, seats: Sequence[Seat]) -> None:
         """Before anything is opened: every backend the seats call can start
         (everything each lacks named at once, StartError, exit 3), and every
         seat of a backend that has no default model names one (InputError)."""
         for seat in seats:
-            if seat.model is None and getattr(seat.backend, "requires_model", False):
+            answering = getattr(seat.backend, "inner", seat.backend)  # a Recorder's backend
+            if seat.model is None and getattr(answering, "requires_model", False):
                 who = "the fixer" if seat.label == "fixer" else f"reviewer {seat.label}"
                 raise InputError(
                     f"{who} uses the {seat.backend_name} backend, which has no default model: "

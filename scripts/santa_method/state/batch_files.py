@@ -27,6 +27,7 @@ from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_exact
+from santa_method.core.redact import redact
 from santa_method.state import locks
 from santa_method.state import log as runlog
 from santa_method.state import store as run_store
@@ -40,7 +41,6 @@ from santa_method.state.model.batch import (
 )
 from santa_method.state.model.reading import StateError
 from santa_method.state.paths import ensure_santa_dir, santa_dir
-from santa_method.state.redact import redact
 
 STATE_VERSION = BATCH_STATE_VERSION
 _BATCH_ID = re.compile(r"b-\d{8}-\d{6}-[0-9a-f]{6}")

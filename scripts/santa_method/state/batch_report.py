@@ -92,7 +92,7 @@ def to_markdown(data: dict[str, Any]) -> str:
 
 def write_batch_report(folder: Path, data: dict[str, Any]) -> Path:
     """Both forms, redacted: a report is for people and gets pasted into tickets."""
-    from santa_method.state.redact import redact_json
+    from santa_method.core.redact import redact_json
 
     data = redact_json(data)
     path = folder / "report.md"

@@ -73,7 +73,6 @@ class Config:
                 what="the config's 'models'",
                 count_what="the command line's 'reviewers'",
             )
-        _settle_count(values, source="the command line")
         return replace(self, **values)
 
     def model_for(self, index: int, label: str) -> str | None:
@@ -112,41 +111,70 @@ def config_path(project_root: str | os.PathLike[str] | None = None) -> Path:
 
 def load_config(project_root: str | os.PathLike[str] | None = None) -> Config:
     """Read the project's config; a missing file (or an empty one) means the defaults."""
+    data, source, path = _read_config(project_root)
+    if not data:
+        return Config()
+    return Config(**_check_values(data, source=source, base=path.parent.parent))
+
+
+def config_keys(project_root: str | os.PathLike[str] | None = None) -> frozenset[str]:
+    """The settings the project's config gives (checked as `load_config` checks them)."""
+    data, source, path = _read_config(project_root)
+    _check_values(data, source=source, base=path.parent.parent)
+    return frozenset(data)
+
+
+def _read_config(project_root: str | os.PathLike[str] | None) -> tuple[dict[str, Any], str, Path]:
     from santa_method.core.files import MAX_RUBRIC_BYTES, path_kind, read_text
 
     path = config_path(project_root)
     if path_kind(path) == "missing" and not path.is_symlink():
-        return Config()
+        return {}, "", path
     text = read_text(path, "the config", MAX_RUBRIC_BYTES)
-    return parse_config(text, source=str(path), base_dir=path.parent.parent)
+    return _settings(text, str(path)), f"the config '{path}'", path
 
 
 def parse_config(text: str, *, source: str = CONFIG_NAME, base_dir: Path | None = None) -> Config:
     """A Config from YAML text; relative `log` paths are taken from `base_dir` (the project root)."""
+    data = _settings(text, source)
+    if not data:
+        return Config()
+    return Config(**_check_values(data, source=f"the config '{source}'", base=base_dir))
+
+
+def _settings(text: str, source: str) -> dict[str, Any]:
+    """The config's mapping of settings, read by the safe loader that refuses
+    a key given twice (`reviewers: 3` then `reviewers: 1` must not silently
+    mean 1) and alias bombs, as rubrics are read."""
     import yaml
 
-    from santa_method.core.yaml_safe import fast_safe_loader, yaml_too_deep
+    from santa_method.core.yaml_safe import AliasBomb, alias_bomb, safe_load, yaml_too_deep
 
     try:
-        data = yaml.load(text, Loader=fast_safe_loader())
+        data = safe_load(text, unique_keys=True)
     except yaml.YAMLError as exc:
         if yaml_too_deep(exc):
             raise InputError(f"the config '{source}' is nested too deeply to be a config") from None
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None)
+        if isinstance(problem, str) and problem.startswith("duplicate key"):
+            raise InputError(
+                f"the config '{source}' gives the {problem[len('duplicate ') :]} more than once "
+                f"(again{at}); give each setting once"
+            ) from None
         raise InputError(f"the config '{source}' is not valid YAML{at}") from None
+    except AliasBomb as exc:
+        raise alias_bomb("the config", source, exc) from None
     except RecursionError:
         raise InputError(f"the config '{source}' is nested too deeply to be a config") from None
     if data is None:
-        return Config()
+        return {}
     if not isinstance(data, dict):
         raise InputError(
             f"the config '{source}' must be a mapping of settings, not a {_kind(data)}"
         )
-    what = f"the config '{source}'"
-    values = _check_values(data, source=what, base=base_dir)
-    _settle_count(values, source=what)
-    return Config(**values)
+    return data
 
 
 def _settle_count(values: dict[str, Any], *, source: str) -> None:
@@ -176,6 +204,7 @@ def _check_values(data: Mapping[Any, Any], *, source: str, base: Path | None) ->
             out[key] = None  # an explicit null is the default: inherit / none
             continue
         out[key] = _CHECKS[key](value, f"{source}: '{key}'", base)
+    _settle_count(out, source=source)
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import InputError, RefusedError
+from santa_method.core.gate import all_passed
 from santa_method.state import late, locks, unreadable, waiting
 from santa_method.state import log as runlog
 from santa_method.state.atomic import is_temporary
@@ -59,10 +60,11 @@ def _check_ship(state: RunState) -> None:
     if not last or last.round != current.round or last.verdict != "NICE":
         said = f"said {last.verdict} (next: {last.next})" if last else "never happened"
         raise RefusedError(f"run {run_id} cannot ship: its last gate {said}, not NICE")
-    slots = list(current.slots.values())
-    if len(slots) != state.reviewers or not all(
-        s and s.gated_valid is True and s.gated_verdict == "PASS" for s in slots
-    ):
+    gated = [
+        (s is not None and s.gated_valid is True, s.gated_verdict if s is not None else None)
+        for s in current.slots.values()
+    ]
+    if not all_passed(gated, state.reviewers):
         raise RefusedError(
             f"run {run_id} cannot ship: not every expected reviewer gave a valid PASS"
         )

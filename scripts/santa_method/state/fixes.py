@@ -17,7 +17,12 @@ from typing import Any
 from santa_method.core import assignments
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
-from santa_method.core.fixreport import NEEDS_INPUT, FixReport, parse_report
+from santa_method.core.fixreport import (
+    NEEDS_INPUT,
+    FixReport,
+    extra_answers_problem,
+    parse_report,
+)
 from santa_method.core.types import MergedIssue
 from santa_method.state.atomic import replace_text
 from santa_method.state.model.run import Escalation, Fixer, RunState
@@ -182,10 +187,14 @@ def needs_input(state: RunState, report: FixReport, data: dict[str, Any]) -> dic
 
 def check_changed(state: RunState, report: FixReport) -> None:
     """A fix that leaves the output as reviewed is no fix, unless the fixer
-    answered every problem "not an issue" (the next round tests that claim)."""
+    answered every problem "not an issue" (the next round tests that claim);
+    nor is one whose report answers problems it was never given."""
+    current = state.rounds[-1]
+    extra = extra_answers_problem(report, len(current.gates[-1].issues))
+    if extra is not None:
+        raise RefusedError(extra)
     if report.all_not_an_issue:
         return
-    current = state.rounds[-1]
     try:
         now = read_target(state.target)
     except InputError as exc:

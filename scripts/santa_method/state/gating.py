@@ -15,14 +15,13 @@ round whose gate a late FAIL overturned is gated again (`state/late.py`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.escalation import decide
 from santa_method.core.files import MAX_REVIEW_BYTES, read_text
-from santa_method.core.gate import gate
+from santa_method.core.gate import all_passed, gate
 from santa_method.core.review import validate_reply
 from santa_method.core.types import GateResult, Rubric, ValidationResult
 from santa_method.state import late, sources, waiting
@@ -33,11 +32,10 @@ from santa_method.state.rounds import assignment_intact
 from santa_method.state.slots import slot_stands
 from santa_method.state.store import (
     check_log_path,
-    checked_file,
+    judged_files,
     locked_state,
     log_record,
     now,
-    run_dir,
     save_state,
 )
 from santa_method.state.unreviewed import put_back
@@ -65,7 +63,9 @@ def _fill_from_files(state: RunState, files: Sequence[str], labels: Sequence[str
         )
 
 
-def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> str | None:
+def _provenance_problem(
+    state: RunState, slot: Slot, seen: dict[str, str], checks: sources.Checks
+) -> str | None:
     """Why a slot's reply cannot count as its own reviewer's, or None.
 
     In every source one agent, or one transcript, fills one slot at most;
@@ -74,7 +74,7 @@ def _provenance_problem(state: RunState, slot: Slot, seen: dict[str, str]) -> st
     for key in _reviewer_keys(slot):
         if key in seen:
             return f"the same reviewer already fills slot {seen[key]}"
-    return sources.provenance_problem(state, slot)
+    return sources.provenance_problem(state, slot, checks)
 
 
 def _reviewer_keys(slot: Slot) -> list[str]:
@@ -83,7 +83,11 @@ def _reviewer_keys(slot: Slot) -> list[str]:
 
 
 def _validate_slots(
-    state: RunState, rubric: Rubric, output: str, extras: Sequence[tuple[str, Slot]] = ()
+    state: RunState,
+    rubric: Rubric,
+    output: str,
+    checks: sources.Checks,
+    extras: Sequence[tuple[str, Slot]] = (),
 ) -> list[ValidationResult | None]:
     """Each slot's validation, then each extra reply's; anything that makes a
     reply untrustworthy makes it invalid."""
@@ -96,7 +100,7 @@ def _validate_slots(
         if slot is None:
             results.append(ValidationResult(False, (overdue[label],)) if label in overdue else None)
             continue
-        problem = _provenance_problem(state, slot, seen_agents)
+        problem = _provenance_problem(state, slot, seen_agents, checks)
         for key in _reviewer_keys(slot):
             seen_agents.setdefault(key, label)
         if slot.failed:
@@ -127,13 +131,14 @@ def _validate_slots(
 def gate_run(
     run_id: str,
     *,
+    checks: sources.Checks,
     iteration: int | None = None,
     review_files: Sequence[str] = (),
     labels: Sequence[str] | None = None,
     log_path: str | None = None,
 ) -> GateResult:
-    """Gate the current round of a run and decide what comes next."""
-    from santa_method.core.rubric import rubric_from_json, rubric_hash
+    """Gate the current round of a run and decide what comes next; `checks`
+    are the gating face's provenance checks (state/sources.py)."""
 
     with locked_state(run_id) as state:
         check_log_path(state, log_path)
@@ -154,23 +159,13 @@ def gate_run(
             _fill_from_files(state, review_files, labels)
         elif labels is not None:
             raise InputError("--labels goes with review files")
-        folder = run_dir(run_id)
-        rubric = rubric_from_json(json.loads(checked_file(folder / "rubric.json", None, "rubric")))
-        if rubric_hash(rubric) != state.rubric_hash:
-            raise RefusedError(
-                "the run's rubric (rubric.json) was changed after the run opened; start a new run"
-            )
-        output = checked_file(
-            folder / f"round-{current.round}" / "output.txt",
-            current.output_sha256,
-            "reviewed output",
-        )
+        rubric, output = judged_files(state, current)
         slot_labels = list(current.slots)
         standing = {label for label in slot_labels if slot_stands(current.slots[label])}
         unseen = late.unseen(state)
         extras = [(label, extra) for r, label, extra in unseen if r is current]
 
-        checked = _validate_slots(state, rubric, output, extras)
+        checked = _validate_slots(state, rubric, output, checks, extras)
         if not assignment_intact(current):
             # What the reviewers read is not what the helper wrote: no reply
             # of this round can count, standing ones included.
@@ -214,8 +209,7 @@ def gate_run(
         )
         if decision.next == "ship" and (
             core.verdict != "NICE"
-            or len(core.reviews) != state.reviewers
-            or not all(o.valid and o.verdict == "PASS" for o in core.reviews)
+            or not all_passed([(o.valid, o.verdict) for o in core.reviews], state.reviewers)
         ):
             raise RuntimeError("the gate said ship without a valid PASS from every reviewer")
 
@@ -251,6 +245,9 @@ def gate_run(
             result_extra["next_step"] = f"santa round start --run {run_id}"
         elif decision.next == "ship":
             result_extra["next_step"] = f"santa log ship --run {run_id}"
+        elif decision.next == "report":
+            # A check that found problems: done, and nothing for a person to rescue.
+            state.status = "reported"
         elif decision.next == "escalate":
             state.status = "escalated"
             state.escalation = Escalation(current.round, list(decision.reasons))
@@ -275,8 +272,11 @@ def gate_run(
                     ("tokens", held.tokens),
                     ("cost_usd", held.cost_usd),
                     ("token_detail", held.token_detail),
+                    ("duration_s", held.duration_s),
                 )
                 extra.update((key, value) for key, value in spent if value is not None)
+            if held is not None and held.model is not None:
+                extra["model"] = held.model  # what wrote it, standing or new
             log_record(
                 state,
                 "review",
@@ -311,7 +311,7 @@ def gate_run(
         if decision.next == "escalate":
             log_record(state, "escalate", current.round, reason="; ".join(decision.reasons))
 
-    if decision.next == "escalate":
+    if decision.next in ("escalate", "report"):
         from santa_method.state.report import write_report
 
         result_extra["report"] = str(write_report(run_id))

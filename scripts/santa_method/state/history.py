@@ -12,7 +12,8 @@ from santa_method.state import log as runlog
 
 
 def outcome(events: list[dict[str, Any]]) -> str:
-    """shipped (logged), nice (a NICE gate, ship not logged yet), escalated, or open."""
+    """shipped (logged), nice (a NICE gate, ship not logged yet), escalated,
+    reported (a check that found problems), or open."""
     if any(e["event"] == "ship" for e in events):
         return "shipped"
     if any(
@@ -20,6 +21,8 @@ def outcome(events: list[dict[str, Any]]) -> str:
         for e in events
     ):
         return "escalated"
+    if any(e["event"] == "gate" and e.get("next") == "report" for e in events):
+        return "reported"
     if any(e["event"] == "gate" and e.get("verdict") == "NICE" for e in events):
         return "nice"
     return "open"

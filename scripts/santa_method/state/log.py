@@ -6,12 +6,13 @@ batch workers) and partial damage. Every writer takes an exclusive `flock`
 on the file and emits the whole line with one `os.write` on an `O_APPEND`
 descriptor, so lines never interleave and none is lost; readers take a
 shared lock, and a damaged line is reported and skipped, never fatal.
-Strings are redacted (`state.redact`) before they reach the disk; the
+Strings are redacted (`core.redact`) before they reach the disk; the
 structural fields in `STRUCTURAL_FIELDS` are written verbatim so ids and
-hashes stay joinable. A merged issue's `key` embeds its quote case-folded,
-where a detector may no longer recognise a secret; so when redaction changed
-any field of an object that has a `key`, the key is replaced by
-`<criterion>|redacted:<sha256 prefix>`, still stable across rounds.
+hashes stay joinable. An issue's `key` is built so that redaction leaves
+it as it is (`core.merge.issue_key`), so the log's keys are the run
+state's; a `key` that redaction would still change (one an older santa
+wrote, or one given by hand with a waive) is sealed whole,
+`<criterion>|redacted:<sha256 prefix>` (`core.merge.seal_key`), not cut.
 
 Every record has `ts` (UTC ISO-8601, set by `append`), `run_id`, `event`
 and `iteration` (the round, from 1; `null` or free-form for events not tied
@@ -25,14 +26,16 @@ to a round), then the event's own fields, flat:
 - `review`: `label`, `valid`, `verdict` (`PASS` | `FAIL` | null), `errors`
   (list of str), `checks` (`[{criterion, result}]`), `issues` (the review's
   critical issues as `Issue.to_json()`), optional `agent_id`, `tokens`,
-  `cost_usd`. One record per reviewer slot per gate.
+  `cost_usd`, `model` (what wrote the reply) and `duration_s` (how long the
+  reviewer took). One record per reviewer slot per gate.
 - `gate`: `verdict` (`NICE` | `NAUGHTY`), `next` (`ship` | `rereview` |
   `fix` | `escalate`), `issues` (merged, each with at least `criterion`,
   `key`, `flagged_by`, `evidence`), `agreement` (float or null), `reviewers`
   (labels of the round's slots), `valid_reviewers` (labels of the slots
   whose reply was valid). A re-review gates the same iteration again; the
   round's verdict is its last gate.
-- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`.
+- `fix`: `changed` and/or `notes`, optional `tokens`, `cost_usd`, `model`,
+  `duration_s`.
 - `generate`: `tokens`, `cost_usd` (what generating the output cost).
 - `escape`: `description` (a defect found after shipping).
 - `waive`: `key` or `issue` (the flag a person overrides), `reason`.
@@ -47,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -58,8 +60,9 @@ from typing import Any
 
 from santa_method.core.errors import InputError
 from santa_method.core.files import check_file, path_kind
+from santa_method.core.merge import seal_key
+from santa_method.core.redact import redact
 from santa_method.state import fastjson
-from santa_method.state.redact import redact
 
 EVENTS = frozenset(
     {"run", "review", "gate", "fix", "ship", "escalate", "escape", "waive", "generate"}
@@ -102,6 +105,8 @@ class LogRead:
     path: Path
     records: tuple[dict[str, Any], ...] = ()
     damaged: tuple[DamagedLine, ...] = ()
+    duplicates: int = 0
+    """Lines dropped as exact copies of an earlier line (see `read`)."""
 
     def warnings(self) -> list[str]:
         """One sentence per damaged line, for stderr."""
@@ -201,12 +206,10 @@ def _protect_keys(original: Any, redacted: Any) -> Any:
     if isinstance(original, dict) and isinstance(redacted, dict):
         out = {k: _protect_keys(original[k], v) for k, v in redacted.items()}
         key = original.get("key")
-        changed = any(original[k] != v for k, v in redacted.items() if k != "key")
-        if isinstance(key, str) and key and changed:
-            digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        if isinstance(key, str) and isinstance(out.get("key"), str) and out["key"] != key:
             criterion = original.get("criterion")
             prefix = criterion if isinstance(criterion, str) else key.split("|", 1)[0]
-            out["key"] = f"{redact(prefix)}|redacted:{digest}"
+            out["key"] = seal_key(prefix, out["key"])  # sealed from its redacted form
         return out
     if isinstance(original, list | tuple) and isinstance(redacted, list | tuple):
         return type(redacted)(_protect_keys(o, r) for o, r in zip(original, redacted, strict=True))
@@ -224,6 +227,13 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def read(path: str | os.PathLike[str]) -> LogRead:
     """Every readable record in file order; a missing log is an empty log.
+
+    A line that is an exact copy of an earlier one is read once. A log
+    committed by a team is merged with git's `union` driver (`santa init`
+    sets it in `.gitattributes`), which keeps both sides' lines and so
+    doubles a record both branches hold (one cherry-picked, then merged).
+    No writer makes such a copy: every record carries its time to the
+    microsecond.
 
     Raises InputError only when the file exists but cannot be read at all
     (a directory, no permission).
@@ -249,12 +259,19 @@ def read(path: str | os.PathLike[str]) -> LogRead:
         raise InputError(f"cannot read the log '{target}': {exc.strerror or exc}") from None
     records: list[dict[str, Any]] = []
     damaged: list[DamagedLine] = []
+    seen: set[bytes] = set()
+    duplicates = 0
     fast = fastjson.fast_loads()
     check_each = fast is not None and _has_long_number(raw)
     with gc_paused():
         for number, chunk in enumerate(raw.split(b"\n"), start=1):
-            if not chunk.strip():
+            line = chunk.strip()
+            if not line:
                 continue
+            if line in seen:
+                duplicates += 1
+                continue
+            seen.add(line)
             record, reason = _parse_line(
                 chunk, None if check_each and _has_long_number(chunk) else fast
             )
@@ -262,7 +279,7 @@ def read(path: str | os.PathLike[str]) -> LogRead:
                 damaged.append(DamagedLine(number, reason))
             else:
                 records.append(record)
-    return LogRead(target, tuple(records), tuple(damaged))
+    return LogRead(target, tuple(records), tuple(damaged), duplicates)
 
 
 @contextlib.contextmanager

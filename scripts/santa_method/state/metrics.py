@@ -13,12 +13,14 @@ Definitions (issue 3, item 6), with the choices that make them exact:
   a re-gated round is never counted twice.
 - Outcome: *shipped* if some round's verdict is NICE; else *escalated* if
   the run has an `escalate` record or a gate whose `next` was `escalate`;
-  else *open*.
+  else *reported* if a gate's `next` was `report` (a check-only run that
+  found problems); else *open*.
 - `first_pass_rate`: runs whose round 1 is NICE / runs with a round-1 gate.
 - `pass_at_k` (k = 1..4): runs whose first NICE round is <= k / runs with a
   round-1 gate (so pass@1 equals the first-pass rate).
 - `mean_rounds_to_nice`: mean first NICE round over shipped runs.
-- `escalation_rate`: escalated / (shipped + escalated).
+- `escalation_rate`: escalated / (shipped + escalated): a reported run
+  asked for no fix, so no person had to rescue it.
 - `escape_rate`: shipped runs with an `escape` record / shipped runs.
 - `taxonomy`: the problems (merged flags) of every gated round, counted by
   primary criterion (the one most of its reviewers named), so one defect
@@ -33,12 +35,13 @@ Definitions (issue 3, item 6), with the choices that make them exact:
   only if every rater rated the criterion and there are at least two.
 - `recurring`: primary criteria with a problem in at least 3 runs.
 - `reviewers`: does each reviewer pay for itself? Per reviewer slot
-  (`by_slot`, the label) and per model (`by_model`, from the run record's
-  `models`, "unknown" when none), over gates with two or more valid
-  reviewers: `problems` it raised, `only` those no other reviewer raised,
-  and of those, `confirmed` (the fixer answered "fixed") and `withdrawn`
-  (the fixer answered "not an issue"), read from the fix record's `report`
-  of that round by problem key.
+  (`by_slot`, the label) and per model (`by_model`: the review record's
+  `model`, else the run record's `models`, "unknown" when neither says),
+  over gates with two or more valid reviewers: `problems` it raised,
+  `only` those no other reviewer raised, and of those, `confirmed` (the
+  fixer answered "fixed") and `withdrawn` (the fixer answered "not an
+  issue"), read from the fix record's `report` of that round by problem
+  key.
 - `needs_input`: runs stopped by a fixer's question (an `escalate` record
   with reason `needs-input`) and their questions.
 - `cost`: tokens and USD of verification per run (every record but
@@ -68,7 +71,7 @@ from typing import Any, Literal
 from santa_method.core.gate import default_labels
 from santa_method.state.log import LogRead, parse_ts, validate_record
 
-Outcome = Literal["shipped", "escalated", "open"]
+Outcome = Literal["shipped", "escalated", "reported", "open"]
 KS = (1, 2, 3, 4)
 RECURRING_MIN_RUNS = 3
 #: The method's targets: (metric, comparison, threshold, readable form).
@@ -133,7 +136,7 @@ def _view(run_id: str, records: list[dict[str, Any]]) -> RunView:
     by_event: dict[str, list[dict[str, Any]]] = {}
     seen: dict[Any, dict[str, dict[str, Any]]] = {}
     counted: dict[int, dict[str, dict[str, Any]]] = {}
-    escalated = False
+    escalated = reported = False
     for record in records:
         event = record["event"]
         by_event.setdefault(event, []).append(record)
@@ -146,12 +149,21 @@ def _view(run_id: str, records: list[dict[str, Any]]) -> RunView:
             rounds[iteration] = record
             counted[iteration] = dict(seen.get(iteration, {}))
             escalated = escalated or record.get("next") == "escalate"
+            reported = reported or record.get("next") == "report"
         elif event == "escalate":
             escalated = True
     ordered = dict(sorted(rounds.items()))
     nice = [i for i, gate in ordered.items() if gate.get("verdict") == "NICE"]
     first_nice = nice[0] if nice else None
-    outcome: Outcome = "shipped" if nice else "escalated" if escalated else "open"
+    outcome: Outcome = (
+        "shipped"
+        if nice
+        else "escalated"
+        if escalated
+        else "reported"
+        if reported
+        else "open"
+    )
     return RunView(
         run_id,
         tuple(records),
@@ -185,6 +197,7 @@ def run_counts(runs: Sequence[RunView]) -> dict[str, int]:
         "total": len(runs),
         "shipped": counts["shipped"],
         "escalated": counts["escalated"],
+        "reported": counts["reported"],
         "open": counts["open"],
     }
 
@@ -245,14 +258,22 @@ def _by_count(counts: Counter[str]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _models(run: RunView) -> dict[str, str]:
-    """label -> model, from the run record (labels B, C, ... in slot order)."""
+def _models(run: RunView, iteration: int) -> dict[str, str]:
+    """label -> model of a round: what each review record says wrote it, else
+    what the run record asked for (labels B, C, ... in slot order)."""
     record = run.run_record or {}
     models = record.get("models")
-    if not isinstance(models, list):
-        return {}
-    labels = default_labels(len(models))
-    return {label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m}
+    asked: dict[str, str] = {}
+    if isinstance(models, list):
+        labels = default_labels(len(models))
+        asked = {
+            label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m
+        }
+    for label, review in _round_reviews(run, iteration).items():
+        said = review.get("model")
+        if isinstance(said, str) and said:
+            asked[label] = said
+    return asked
 
 
 def _answers(run: RunView, iteration: int) -> dict[str, str]:
@@ -275,8 +296,8 @@ def reviewers(runs: Sequence[RunView]) -> dict[str, Any]:
     by_slot: dict[str, dict[str, int]] = {}
     by_model: dict[str, dict[str, int]] = {}
     for run in runs:
-        models = _models(run)
         for iteration, gate in run.rounds.items():
+            models = _models(run, iteration)
             valid = _valid_labels(gate, _round_reviews(run, iteration))
             if len(valid) < 2:
                 continue

@@ -24,7 +24,7 @@ import os
 
 FINISHED = ".finished"
 # Statuses a run never leaves. Any other status is read in full each time.
-FINAL_STATUSES = frozenset({"shipped", "escalated"})
+FINAL_STATUSES = frozenset({"shipped", "escalated", "reported"})
 
 
 def mark_finished(runs_dir: str, run_id: str, status: str) -> None:

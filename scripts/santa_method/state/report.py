@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core.files import read_exact
+from santa_method.core.redact import redact
 from santa_method.state import log as runlog
 from santa_method.state import unreadable
 from santa_method.state.atomic import replace_text
 from santa_method.state.history import outcome
-from santa_method.state.redact import redact
 from santa_method.state.store import StateUnreadable, load_state, run_dir
 from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix
@@ -114,6 +114,7 @@ def build(run_id: str) -> dict[str, Any]:
         "target": target_name(state.target),
         "working_copy": working_copy(state.target),
         "source": state.source,
+        "replayed": state.replayed,
         "rubric": state.rubric,
         "reviewers": state.reviewers,
         "max_fixes": state.max_fixes,
@@ -192,6 +193,7 @@ def _unreadable(run_id: str, why: str) -> dict[str, Any]:
         if isinstance(start.get("working_copy"), str)
         else None,
         "source": start.get("source"),
+        "replayed": start.get("replayed") if isinstance(start.get("replayed"), str) else None,
         "rubric": str(start.get("rubric") or "?"),
         "reviewers": start.get("reviewers"),
         "max_fixes": start.get("max_fixes"),
@@ -214,6 +216,14 @@ def _unreadable(run_id: str, why: str) -> dict[str, Any]:
         "state_unreadable": why,
     }
     return redact(report)
+
+
+def replayed_sentence(folder: str) -> str:
+    """What every report says of a replayed run."""
+    return (
+        f"replayed from the recording {_inline(folder)}: every reply is a recorded one, "
+        "no model was called"
+    )
 
 
 def _fence(text: str) -> str:
@@ -262,10 +272,21 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"- rubric: {report['rubric']}, {report['reviewers']} reviewers, "
         f"up to {report['max_fixes']} fixes",
     ]
+    if report.get("replayed"):
+        parts.append(f"- {replayed_sentence(report['replayed'])}")
     cost = report["cost"]
     if cost["usd"] is not None or cost["tokens"] is not None:
         usd = f"${cost['usd']:.4f}" if cost["usd"] is not None else "cost unknown"
         parts.append(f"- cost: {cost['tokens'] or 0} tokens, {usd}")
+    if report["status"] == "reported":
+        parts += [
+            "",
+            "## A check only",
+            "",
+            "This run asked for no fix (max fixes 0): it reports the problems below and ends. "
+            "To have them fixed, run the fix loop on the same target: `santa run` with "
+            "`--max-fixes 1` or more, or `/santa-method:verify` in Claude Code.",
+        ]
     if report["escalation_reasons"]:
         parts += ["", "## Why it escalated", ""]
         parts += [f"- {r}" for r in report["escalation_reasons"]]

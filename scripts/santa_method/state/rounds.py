@@ -26,7 +26,7 @@ from santa_method.core import assignments, numbers
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.escalation import FIXES_EXHAUSTED, MAX_REREVIEWS
 from santa_method.core.files import read_exact
-from santa_method.core.gate import default_labels
+from santa_method.core.gate import EMPTY_OUTPUT, default_labels, require_output
 from santa_method.core.types import Rubric
 from santa_method.state import late, sources, waiting
 from santa_method.state.atomic import replace_text
@@ -108,8 +108,8 @@ def assignment_intact(r: Round) -> bool:
 
 
 def _write_round(folder: Path, state: RunState, number: int, output: str) -> Round:
-    if not output.strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    if not output.strip():  # a fixer emptied it: the run cannot go on (and escalates)
+        raise RefusedError(EMPTY_OUTPUT)
     spec = checked_file(folder / "spec.md", state.spec_sha256, "spec")
     # The boundary stays the same for the whole run so the shared prefix is
     # byte-identical across rounds (prompt caches); a fix that put it into
@@ -160,8 +160,12 @@ def start_run(
     cwd: str | None = None,
     run_id: str | None = None,
     in_place: bool = False,
+    replayed: str | None = None,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
+
+    `replayed` names the recording a replayed run is answered from: the
+    state and the log's `run` record say so, and so does every report.
 
     Nothing is written (no folder, no assignment, no log record) unless the
     inputs are usable and the pre-check passed. The log's `run` record comes
@@ -178,14 +182,12 @@ def start_run(
     if not spec.strip():
         raise InputError("the spec is empty; say what the output must do")
     work_dir = cwd or str(Path.cwd())
-    if not read_target(target).strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    require_output(read_target(target))
     run_pre_check(pre_check, work_dir)
     # Read after the pre-check, as every later round is: a pre-check that
     # rewrites files (a formatter) shapes what round 1 reviews.
     output = read_target(target)
-    if not output.strip():
-        raise RefusedError("the output under review is empty; there is nothing to verify")
+    require_output(output)
     ensure_santa_dir()
     run_id = run_id or new_run_id()
     folder = run_dir(run_id)
@@ -211,6 +213,7 @@ def start_run(
         spec_sha256=sha256(spec),
         rubric_md_sha256=sha256(rubric_markdown),
         in_place=bool(in_place),  # the fixes go to the user's file itself
+        replayed=replayed,
     )
     log_record(
         state,
@@ -226,6 +229,7 @@ def start_run(
         reviewers=reviewers,
         source=source,
         max_fixes=max_fixes,
+        **({"replayed": replayed} if replayed is not None else {}),
     )
     try:
         folder.mkdir(parents=True)

@@ -24,7 +24,14 @@ from santa_method.state import late, waiting
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.log import parse_ts
 from santa_method.state.model.run import Round, RunState, Slot
-from santa_method.state.store import RUN_ID, load_state, locked_state, now, run_dir
+from santa_method.state.store import (
+    RUN_ID,
+    agent_file_name,
+    load_state,
+    locked_state,
+    now,
+    run_dir,
+)
 
 REVIEW_MARKER = "santa-method review, run "
 
@@ -130,8 +137,8 @@ def _keep_transcript(run_id: str, round_number: int, agent_id: str, source: str)
     original cannot change what was judged."""
     if not source:
         return None
-    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
-    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{safe}.jsonl"
+    name = agent_file_name(agent_id)
+    target = run_dir(run_id) / f"round-{round_number}" / "transcripts" / f"{name}.jsonl"
     try:
         data = Path(source).read_bytes()
     except OSError:
@@ -162,6 +169,8 @@ def store_reply(
     tokens: int | None = None,
     cost_usd: float | None = None,
     token_detail: dict[str, int] | None = None,
+    model: str | None = None,
+    duration_s: float | None = None,
 ) -> str:
     """Put a reviewer's reply into the round's first open slot; returns its label.
 
@@ -169,7 +178,8 @@ def store_reply(
     replaces its own reply (a hook that runs twice), never takes a second.
     `token_detail` (input, output, cache_read, cache_write, total), when the
     caller knows it, goes into the review record beside `tokens`, so the log
-    shows what prompt caching saved.
+    shows what prompt caching saved; `model` and `duration_s` (what wrote
+    the reply and how long it took) go there too when known.
     """
     return keep_reply(
         run_id,
@@ -182,6 +192,8 @@ def store_reply(
         tokens=tokens,
         cost_usd=cost_usd,
         token_detail=token_detail,
+        model=model,
+        duration_s=duration_s,
     ).label
 
 
@@ -199,6 +211,8 @@ def keep_reply(
     token_detail: dict[str, int] | None = None,
     verdict: str | None = None,
     began: str | None = None,
+    model: str | None = None,
+    duration_s: float | None = None,
 ) -> Stored:
     """Store a reviewer's reply (as `store_reply`), and inside Claude Code
     keep one that no slot can take as an extra reply of its round.
@@ -226,6 +240,8 @@ def keep_reply(
             cost_usd=cost_usd,
             token_detail=dict(token_detail) if token_detail else None,
             stored=now(),
+            model=model if isinstance(model, str) and model else None,
+            duration_s=duration_s,
         )
         own = _own_place(state, r, slot, verdict)
         if own is not None:

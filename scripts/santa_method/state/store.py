@@ -24,11 +24,11 @@ from typing import Any
 
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
-from santa_method.core.types import MergedIssue
+from santa_method.core.types import MergedIssue, Rubric
 from santa_method.state import log as runlog
 from santa_method.state.jsonfile import write_atomic
 from santa_method.state.model.reading import StateError
-from santa_method.state.model.run import RunState
+from santa_method.state.model.run import Round, RunState
 from santa_method.state.open_runs import mark_finished
 from santa_method.state.paths import santa_dir
 
@@ -56,6 +56,13 @@ def run_dir(run_id: str) -> Path:
     if not is_run_id(run_id):
         raise InputError(f"'{run_id}' is not a run id")
     return runs_dir() / run_id
+
+
+def agent_file_name(agent_id: str) -> str:
+    """An agent id as a file name of the run folder: the ids Claude Code
+    gives are letters, digits and dashes, and anything else cannot climb out
+    of the folder."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent_id) or "unknown"
 
 
 def new_run_id() -> str:
@@ -174,6 +181,27 @@ def checked_file(path: Path, expected: str | None, what: str) -> str:
             f"the run's {what} ({path.name}) was changed after the run opened; start a new run"
         )
     return text
+
+
+def judged_files(state: RunState, r: Round) -> tuple[Rubric, str]:
+    """The rubric and round `r`'s output as the helper wrote them, for
+    judging a reply (the reviewer hook) or a round (the gate); refused if
+    anyone changed either after the run opened."""
+    from santa_method.core.rubric import rubric_from_json, rubric_hash
+
+    folder = run_dir(state.id)
+    rubric = rubric_from_json(json.loads(checked_file(folder / "rubric.json", None, "rubric")))
+    if rubric_hash(rubric) != state.rubric_hash:
+        raise RefusedError(
+            "the run's rubric (rubric.json) was changed after the run opened; start a new run"
+        )
+    output = checked_file(folder / f"round-{r.round}" / "output.txt", None, "reviewed output")
+    if sha256(output) != r.output_sha256:
+        raise RefusedError(
+            f"the run's reviewed output (output.txt) was changed after round {r.round} "
+            "opened; start a new run"
+        )
+    return rubric, output
 
 
 def merged_from_json(items: Sequence[dict[str, Any]]) -> list[MergedIssue]:

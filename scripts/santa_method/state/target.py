@@ -30,6 +30,18 @@ def check_rev(rev: str, cwd: str) -> None:
         check=False,
     )
     if found.returncode != 0:
+        inside = subprocess.run(
+            ["git", "rev-parse", "--is-inside-work-tree"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if inside.returncode != 0 or inside.stdout.strip() != "true":
+            raise InputError(
+                f"{cwd} is not a git repository, so it has no change to review against {rev}: "
+                "run this in a git checkout, or review a file with --against FILE"
+            )
         raise InputError(f"'{rev}' is not a commit of the git repository at {cwd}")
 
 

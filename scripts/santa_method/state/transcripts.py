@@ -170,3 +170,28 @@ def peeked_files(
 def describe_gaps(gaps: list[tuple[int, int]]) -> str:
     shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in gaps[:5])
     return shown + (" and more" if len(gaps) > 5 else "")
+
+
+def reply_facts(records: Iterable[Mapping[str, Any]]) -> tuple[str | None, float | None]:
+    """The model that wrote a reviewer's replies (its last assistant message
+    names it) and the seconds from its transcript's first record to its
+    last, each None when the transcript does not say. What a person needs
+    beside a reply to judge it: which model, and how long it looked."""
+    from datetime import datetime
+
+    model: str | None = None
+    moments: list[datetime] = []
+    for record in records:
+        message = record.get("message")
+        if record.get("type") == "assistant" and isinstance(message, Mapping):
+            said = message.get("model")
+            if isinstance(said, str) and said and not said.startswith("<"):
+                model = said  # "<synthetic>" marks a message Claude Code wrote itself
+        stamp = record.get("timestamp")
+        if isinstance(stamp, str):
+            with contextlib.suppress(ValueError):
+                moment = datetime.fromisoformat(stamp)
+                if moment.tzinfo is not None:
+                    moments.append(moment)
+    seconds = (max(moments) - min(moments)).total_seconds() if len(moments) > 1 else None
+    return model, None if seconds is None else round(seconds, 3)

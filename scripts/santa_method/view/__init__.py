@@ -40,7 +40,7 @@ def write_view(
     since_text: str | None = None,
 ) -> Written:
     """Write the page for the log at `log_path` and the folders under `home`."""
-    from santa_method.state.atomic import replace_bytes, replace_text
+    from santa_method.state.atomic import replace_bytes, replace_text, write_out
     from santa_method.state.log import gc_paused, now_iso
     from santa_method.view.model import PAGE_BUDGET, fit, page_data
     from santa_method.view.page import embed_json, render
@@ -61,7 +61,9 @@ def write_view(
         ignore = target.parent / ".gitignore"
         if not ignore.exists():
             replace_text(ignore, "*\n")
-    replace_bytes(target, html)
+        replace_bytes(target, html)
+    else:
+        write_out(target, html)  # where the user pointed: a file, or a stream
     return Written(
         target,
         len(html),

@@ -7,7 +7,10 @@ browser. The page's script only lays this data out.
 Why compact in places: a log of 10,000 runs must fit a page of a few
 megabytes with every run's details, so a reviewer's checks are one letter
 per criterion (`P`, `F`, `-` not rated) over the run's `criteria`, which
-index the page's one list of criterion names; empty fields are left out;
+index the page's one list of criterion names; a reviewer's model is named
+once for the run (`models_by`, an index into the page's list of models),
+and how long a reviewer or the fixer took is `s` (seconds, to a tenth);
+empty fields are left out;
 and what is the same for many runs (why a run folder's texts are missing)
 is said once for the page (`folder_notes`). Runs are newest first; a page
 whose data would still pass `PAGE_BUDGET` bytes leaves out the details of
@@ -27,14 +30,25 @@ from typing import Any
 
 from santa_method.core.fixreport import NEEDS_INPUT
 from santa_method.state.metrics import RunView
-from santa_method.state.model.batch import BatchState, Wave
+from santa_method.view.batches import batch_entry
+from santa_method.view.fields import dicts as _dicts
+from santa_method.view.fields import number as _number
+from santa_method.view.fields import plain as _plain
+from santa_method.view.fields import text as _str
+from santa_method.view.fields import texts as _strs
 from santa_method.view.marks import Located, line_diff, merge_spans
-from santa_method.view.sources import LINE_BUDGET, TEXT_BUDGET, BatchFiles, RunFiles, Sources
+from santa_method.view.sources import (
+    LINE_BUDGET,
+    RAW_BUDGET,
+    TEXT_BUDGET,
+    RunFiles,
+    Sources,
+)
 
 #: Bytes of data embedded in one page: every run's row, then the rounds of the
 #: newest runs while they fit (the rest of the page is under 100 KB).
 PAGE_BUDGET = 9_600_000
-VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "open": "open"}
+VERDICTS = {"shipped": "NICE", "escalated": "ESCALATED", "reported": "NAUGHTY", "open": "open"}
 _CHECK_CODE = {"PASS": "P", "FAIL": "F"}
 _NEEDS_INPUT = re.compile(r"^\s*\d+\s*[.)]\s*needs input\s*:\s*(.+?)\s*$", re.I | re.M)
 
@@ -48,6 +62,11 @@ TEXTS_LEFT_OUT = (
     f"(the newest runs' texts are read, up to {TEXT_BUDGET:,} characters and "
     f"{LINE_BUDGET:,} lines in all); "
     "`santa view --since DATE` shows older runs in full."
+)
+RAW_LEFT_OUT = (
+    "The reviewers' whole replies of older runs are left out to keep this page small (the "
+    f"newest runs' are kept, up to {RAW_BUDGET:,} characters); `santa view --since DATE` "
+    "shows this run's."
 )
 DETAIL_LEFT_OUT = (
     "This run's rounds were left out to keep the page under 10 MB (the newest runs come "
@@ -69,8 +88,8 @@ def interrupted_note(run_id: str) -> str:
     )
 
 
-class Criteria:
-    """The page's one list of criterion names; runs refer to them by index."""
+class Names:
+    """One of the page's lists of names (criteria, models); runs refer to them by index."""
 
     def __init__(self) -> None:
         self.names: list[str] = []
@@ -88,7 +107,7 @@ def page_data(
 ) -> dict[str, Any]:
     """The JSON the page embeds: every run's row and its page's details (held
     to `page_budget` bytes by `fit` when one is given)."""
-    criteria = Criteria()
+    criteria, models = Names(), Names()
     batches = [batch_entry(b) for b in src.batches]
     batch_of = {
         item["run"]: b["id"]
@@ -106,7 +125,7 @@ def page_data(
             entry["state"] = "interrupted"
         if view.run_id in batch_of:
             entry["batch"] = batch_of[view.run_id]
-        detail = run_detail(view, files, criteria)
+        detail = run_detail(view, files, criteria, models)
         if view.run_id in src.interrupted:
             detail.setdefault("notes", []).insert(0, interrupted_note(view.run_id))
         entry["detail"] = detail
@@ -118,8 +137,10 @@ def page_data(
         "since": since,
         "warnings": list(src.warnings),
         "left_out": DETAIL_LEFT_OUT,
+        "raw_left_out": RAW_LEFT_OUT,
         "folder_notes": FOLDER_NOTES,
         "criteria": criteria.names,
+        "models": models.names,
         "runs": runs,
         "batches": batches,
     }
@@ -151,6 +172,7 @@ def run_row(
     start = view.run_record or {}
     cost = cost or {}
     started = _str(view.records[0].get("ts")) or ""
+    gates = list(view.rounds.values())
     return lean(
         {
             "id": view.run_id,
@@ -159,6 +181,10 @@ def run_row(
             "verdict": VERDICTS[view.outcome],
             "shipped": bool(view.events("ship")),
             "state": files.status if files is not None else None,
+            "problems": [len(_dicts(gates[0].get("issues"))), len(_dicts(gates[-1].get("issues")))]
+            if gates
+            else None,
+            "ended": ended(view),
             "rounds": max(view.rounds, default=0),
             "cost": _number(cost.get("cost_usd")),
             "tokens": _number(cost.get("tokens")),
@@ -174,7 +200,25 @@ def run_row(
     )
 
 
-def run_detail(view: RunView, files: RunFiles | None, criteria: Criteria) -> dict[str, Any]:
+def ended(view: RunView) -> str | None:
+    """Why an escalated (or reported) run ended, in a few words for the table. (The page
+    says it of a shipped or open run itself: a log of 10,000 runs is mostly
+    shipped ones.)"""
+    last = max(view.rounds, default=0)
+    if view.outcome == "reported":
+        return f"a check (no fixes): problems reported in round {last}"
+    if view.outcome != "escalated":
+        return None
+    reasons = [str(e["reason"]) for e in view.events("escalate") if _str(e.get("reason"))]
+    if not reasons and last:
+        reasons = _strs(view.rounds[last].get("reasons"))
+    said = REASON_WORDS.get(reasons[0], reasons[0]) if reasons else "escalated"
+    return said if len(said) <= 160 else said[:159] + "…"
+
+
+def run_detail(
+    view: RunView, files: RunFiles | None, criteria: Names, models: Names | None = None
+) -> dict[str, Any]:
     """Everything a run's page shows."""
     start = view.run_record or {}
     rounds = _rounds(view.records)
@@ -187,9 +231,23 @@ def run_detail(view: RunView, files: RunFiles | None, criteria: Criteria) -> dic
                     order.append(name)
     texts = files.outputs if files is not None and files.texts else {}
     replies = files.replies if files is not None and files.texts else {}
+    raw = files.raw if files is not None and files.texts else {}
+    names = models or Names()
+    # Each reviewer's model once for the run (a page of 10,000 runs names it
+    # in every round otherwise); a review written by another says so itself.
+    by_label: dict[str, int] = {}
+    for r in rounds.values():
+        for label, review in r["reviews"].items():
+            said = _str(review.get("model"))
+            if said is not None:
+                by_label.setdefault(label, names.index(said))
+    for label, asked in _asked_models(start).items():  # older logs name only what was asked
+        by_label.setdefault(label, names.index(asked))
     shown = []
     for n, r in rounds.items():
-        shown.append(_round(n, r, order, texts.get(n), texts.get(n - 1), replies))
+        shown.append(
+            _round(n, r, order, texts.get(n), texts.get(n - 1), replies, raw, by_label, names)
+        )
     # A missing folder, or texts left out, is said once for the page
     # (`FOLDER_NOTES`, by the row's `folder`); only a damaged folder needs words.
     notes = []
@@ -197,6 +255,8 @@ def run_detail(view: RunView, files: RunFiles | None, criteria: Criteria) -> dic
         notes.append(f"The run folder could not be read: {files.problem}.")
     return lean(
         {
+            "models_by": by_label,
+            "raw_left_out": files is not None and files.raw_left_out,
             "criteria": [criteria.index(c) for c in order],
             "rubric": _str(start.get("rubric")),
             "models": start.get("models") if _plain(start.get("models")) else None,
@@ -236,6 +296,20 @@ def _rounds(records: Sequence[Mapping[str, Any]]) -> dict[int, dict[str, Any]]:
     return dict(sorted(rounds.items()))
 
 
+def _asked_models(start: Mapping[str, Any]) -> dict[str, str]:
+    """label -> the model the run asked for (the run record's list, in slot order)."""
+    from santa_method.core.gate import default_labels
+
+    models = start.get("models")
+    if not isinstance(models, list):
+        return {}
+    return {
+        label: m
+        for label, m in zip(default_labels(len(models)), models, strict=True)
+        if isinstance(m, str) and m
+    }
+
+
 def _round(
     n: int,
     r: Mapping[str, Any],
@@ -243,6 +317,9 @@ def _round(
     output: str | None,
     before: str | None,
     replies: Mapping[tuple[int, str], Mapping[str, Any]],
+    raw: Mapping[tuple[int, str], str] | None = None,
+    by_label: Mapping[str, int] | None = None,
+    models: Names | None = None,
 ) -> dict[str, Any]:
     gate = r["gates"][-1] if r["gates"] else {}
     problems = [problem(i) for i in _dicts(gate.get("issues"))]
@@ -263,6 +340,9 @@ def _round(
                     "standing": review.get("standing") is True,
                     "cost": _number(review.get("cost_usd")),
                     "tokens": _number(review.get("tokens")),
+                    "model": _own_model(review, label, by_label or {}, models),
+                    "s": _seconds(review.get("duration_s")),
+                    "reply": (raw or {}).get((n, label)),
                 }
             )
         )
@@ -277,7 +357,7 @@ def _round(
         "gates": len(r["gates"]),
         "reviews": reviews,
         "problems": problems,
-        "fix": None if fix is None else fix_report(fix),
+        "fix": None if fix is None else fix_report(fix, models),
         "output": output,
         "marks": _marks(output, problems) if output is not None else None,
         "diff": diff or None,
@@ -320,7 +400,28 @@ def problem(issue: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def fix_report(record: Mapping[str, Any]) -> dict[str, Any]:
+def _model(name: str | None, models: Names | None) -> int | str | None:
+    """A model as the page holds it: its index in the page's list of models
+    (a page of 10,000 runs names a few models many times)."""
+    if name is None or models is None:
+        return name
+    return models.index(name)
+
+
+def _own_model(
+    review: Mapping[str, Any], label: str, by_label: Mapping[str, int], models: Names | None
+) -> int | str | None:
+    """A review's model when it is not its label's in the run's `models` map."""
+    found = _model(_str(review.get("model")), models)
+    return None if found is None or found == by_label.get(label) else found
+
+
+def _seconds(value: Any) -> float | None:
+    found = _number(value)
+    return None if found is None else round(found, 1)
+
+
+def fix_report(record: Mapping[str, Any], models: Names | None = None) -> dict[str, Any]:
     """The fixer's report, with its `needs input` questions picked out."""
     notes = _str(record.get("notes")) or ""
     questions: list[str] = []
@@ -339,6 +440,9 @@ def fix_report(record: Mapping[str, Any]) -> dict[str, Any]:
             "questions": questions,
             "changed": changed if isinstance(changed, str | bool) else None,
             "cost": _number(record.get("cost_usd")),
+            "tokens": _number(record.get("tokens")),
+            "model": _model(_str(record.get("model")), models),
+            "s": _seconds(record.get("duration_s")),
         }
     )
 
@@ -403,167 +507,3 @@ def _escalation(
         else 0,
         "from": "report" if report is not None else "log",
     }
-
-
-# -- batches -------------------------------------------------------------------
-
-
-def batch_entry(batch: BatchFiles) -> dict[str, Any]:
-    """A batch's line in the table and its page: its typed state, with the
-    report's figures where it has one (a batch still open has none)."""
-    state = batch.state
-    report = batch.report or {}
-    waves = state.waves if state is not None else []
-    verdict = _str(report.get("verdict")) or (state.verdict if state else None) or "open"
-    row: dict[str, Any] = {
-        "id": batch.batch_id,
-        "created": state.created if state is not None else "",
-        "verdict": verdict,
-        "status": (state.status if state else None) or "unknown",
-        "population": _number(report.get("population")) or _population(state),
-        "reviewed": sum(len(w.outcomes) for w in waves),
-        "cost": _number(report.get("cost_usd", state.cost_usd if state else None)),
-        "samples": len(waves),
-    }
-    if state is None:
-        row["detail"] = None
-        row["problem"] = batch.problem
-        return row
-    options = state.options.to_json()
-    row["detail"] = {
-        "mode": state.mode or None,
-        "seed": state.seed,
-        "options": {
-            k: v for k, v in options.items() if _plain(v) and k not in ("exclude", "rubric")
-        },
-        "guarantee": _str(report.get("guarantee")),
-        "estimate": report.get("estimate") if isinstance(report.get("estimate"), dict) else None,
-        "estimate_after_fixes": report.get("estimate_after_fixes")
-        if isinstance(report.get("estimate_after_fixes"), dict)
-        else None,
-        "estimate_statement": _str(report.get("estimate_statement")),
-        "cost_share": _number(report.get("cost_relative_to_all")),
-        "reasons": _strs(report.get("reasons")) or list(state.reasons or []),
-        "warnings": _strs(report.get("warnings")),
-        "failures": _failures(waves),
-        "systemic": _strs(report.get("systemic")),
-        "strata": _strata(state),
-        "samples": [_sample(w) for w in waves],
-        "changed": len(state.changed),
-    }
-    return row
-
-
-def _population(state: BatchState | None) -> int:
-    if state is None:
-        return 0
-    excluded = set(state.options.exclude)
-    return sum(1 for i in state.items if i.id not in excluded)
-
-
-def _failures(waves: Sequence[Wave]) -> dict[str, list[str]]:
-    """Criterion -> items whose first round failed it, over every sample."""
-    found: dict[str, list[str]] = {}
-    for wave in waves:
-        for outcome in wave.outcomes.values():
-            for criterion in outcome.criteria:
-                found.setdefault(criterion, []).append(outcome.item)
-    return dict(sorted(found.items(), key=lambda kv: (-len(kv[1]), kv[0])))
-
-
-def _strata(state: BatchState) -> list[dict[str, Any]]:
-    if not any(i.stratum is not None for i in state.items):
-        return []
-    of = {i.id: i.stratum or "(none)" for i in state.items}
-    table: dict[str, dict[str, Any]] = {}
-    for name in of.values():
-        table.setdefault(name, {"name": name, "items": 0, "sampled": 0, "failed": 0})["items"] += 1
-    for wave in state.waves:
-        for item in wave.items:
-            if item in of:
-                table[of[item]]["sampled"] += 1
-        for outcome in wave.outcomes.values():
-            if outcome.failed and outcome.item in of:
-                table[of[outcome.item]]["failed"] += 1
-    return sorted(table.values(), key=lambda s: s["name"])
-
-
-def _sample(wave: Wave) -> dict[str, Any]:
-    outcomes = {o.item: o for o in wave.outcomes.values()}
-    items = []
-    for item in wave.items:
-        o = outcomes.get(item)
-        items.append(
-            {
-                "item": item,
-                "status": o.status if o else "waiting",
-                "criteria": list(o.criteria) if o else [],
-                "failed": o.failed if o else False,
-                "rounds": o.rounds if o else None,
-                "cost": _number(o.cost_usd) if o else None,
-                "run": _str(o.run_id) if o else None,
-                "reason": _str(o.reason) if o else None,
-            }
-        )
-    screens = [
-        {
-            "criterion": criterion,
-            **{
-                k: sum(1 for f in by_item.values() if f.result == k)
-                for k in ("clean", "flagged", "unusable")
-            },
-            "fixed": sum(1 for f in by_item.values() if f.fixed),
-            "flagged_items": [
-                {"item": i, "fixed": f.fixed} for i, f in by_item.items() if f.result == "flagged"
-            ],
-        }
-        for criterion, by_item in wave.screens.items()
-    ]
-    plan, decision = wave.plan, wave.decision
-    return {
-        "number": wave.number,
-        "statement": plan.statement or None,
-        "population": plan.population,
-        "detection": _number(plan.detection_probability),
-        "method": plan.method or None,
-        "items": items,
-        "skipped": list(wave.skipped),
-        "screens": screens,
-        "decision": None
-        if decision is None
-        else {"step": decision.step, "reasons": list(decision.reasons)},
-    }
-
-
-# -- tolerant field access -------------------------------------------------------
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value != "" else None
-
-
-def _strs(value: Any) -> list[str]:
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
-
-def _plain(value: Any) -> bool:
-    """JSON-safe scalars, and lists or maps of them (a config value, a model map)."""
-    if value is None or isinstance(value, str | bool):
-        return True
-    if isinstance(value, int | float):
-        return _number(value) is not None
-    if isinstance(value, list):
-        return all(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
-    return False

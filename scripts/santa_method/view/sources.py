@@ -8,11 +8,12 @@ and the reviewers' words behind each check.
 
 Redaction: the log is redacted as it is written (`state.log.append`), so
 its records are shown as they are. Run and batch folders are not: every
-text read from them passes through `state.redact` here, before any page
+text read from them passes through `core.redact` here, before any page
 sees it. Redaction is slow (every detector runs on every line: about
 0.1 ms a line here), so the folder texts of only the newest runs are read,
-up to `TEXT_BUDGET` characters and `LINE_BUDGET` lines (about a second);
-the others say so on their page.
+up to `TEXT_BUDGET` characters and `LINE_BUDGET` lines (about a second),
+and their reviewers' whole replies up to `RAW_BUDGET`; the others say so on
+their page.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from santa_method.core.redact import redact, redact_text
 from santa_method.state import log as runlog
 from santa_method.state.metrics import (
     RunView,
@@ -37,13 +39,15 @@ from santa_method.state.metrics import (
 from santa_method.state.model.batch import BatchState
 from santa_method.state.model.reading import StateError
 from santa_method.state.model.run import RunState, Slot
-from santa_method.state.redact import redact, redact_text
 from santa_method.state.runs import is_run_id
 
 #: Characters of run-folder text (outputs, specs, reviewers' details) read per page.
 TEXT_BUDGET = 1_000_000
 #: Lines of run-folder text read per page: what redaction's time grows with.
 LINE_BUDGET = 10_000
+#: Characters of reviewers' whole replies per page (the newest runs'): most of
+#: a reply is what the page shows already, checked and merged.
+RAW_BUDGET = 300_000
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,10 @@ class RunFiles:
     replies: dict[tuple[int, str], dict[str, Any]] = field(default_factory=dict)
     report: dict[str, Any] | None = None
     problem: str | None = None
+    raw: dict[tuple[int, str], str] = field(default_factory=dict)
+    """Each reviewer's whole reply as it came back (the slot's), redacted."""
+    raw_left_out: bool = False
+    """The replies were left out to keep the page small (`RAW_BUDGET`)."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ def collect(
     since: date | datetime | None = None,
     text_budget: int = TEXT_BUDGET,
     line_budget: int = LINE_BUDGET,
+    raw_budget: int = RAW_BUDGET,
 ) -> Sources:
     """Read the log and the folders under `home` (the project's `.santa/`)."""
     read = runlog.read(log_path)
@@ -110,8 +119,9 @@ def collect(
         if budget <= 0 or lines <= 0:
             folders[run.run_id] = RunFiles(texts=False)
             continue
-        files = read_run_folder(folder)
-        texts = [*files.outputs.values(), files.spec or ""]
+        files = read_run_folder(folder, raw=raw_budget > 0)
+        raw_budget -= sum(len(t) for t in files.raw.values())
+        texts = [*files.outputs.values(), files.spec or "", *files.raw.values()]
         texts += [d for w in files.replies.values() for d in w["details"].values()]
         budget -= sum(len(t) for t in texts)
         lines -= sum(t.count("\n") + 1 for t in texts)
@@ -131,8 +141,9 @@ def _interrupted(runs: list[RunView]) -> frozenset[str]:
     )
 
 
-def read_run_folder(folder: Path) -> RunFiles:
+def read_run_folder(folder: Path, raw: bool = True) -> RunFiles:
     """The texts of one run folder, redacted; a damaged part is left out and named.
+    The reviewers' whole replies are read only with `raw`.
 
     The state is loaded as `RunState`, as every face loads it: a file this
     santa cannot read gives no texts and says why, never a half-read page.
@@ -150,12 +161,17 @@ def read_run_folder(folder: Path) -> RunFiles:
         return RunFiles(texts=False, problem=problem)
     outputs: dict[int, str] = {}
     replies: dict[tuple[int, str], dict[str, Any]] = {}
+    whole: dict[tuple[int, str], str] = {}
     for r in state.rounds:
         text = _read(folder / f"round-{r.round}" / "output.txt")
         if text is not None:
             outputs[r.round] = redact_text(text)
         for label, words in contested(r.slots).items():
             replies[(r.round, label)] = words
+        for label, slot in r.slots.items():
+            if raw and slot is not None and slot.reply:
+                # What the reviewer said, whole: what one reads to judge a false alarm.
+                whole[(r.round, label)] = redact_text(slot.reply)
     spec = _read(folder / "spec.md")
     report = None
     with contextlib.suppress(OSError, ValueError, RecursionError):
@@ -168,6 +184,8 @@ def read_run_folder(folder: Path) -> RunFiles:
         spec=None if spec is None else redact_text(spec),
         replies=replies,
         report=report,
+        raw=whole,
+        raw_left_out=not raw,
     )
 
 

@@ -178,7 +178,10 @@ class AnthropicBackend:
             or os.environ.get("ANTHROPIC_API_KEY")
             or os.environ.get("ANTHROPIC_AUTH_TOKEN")
         ):
-            missing.append("no credentials (set ANTHROPIC_API_KEY)")
+            missing.append(
+                "no credentials (set ANTHROPIC_API_KEY, or use the claude backend, "
+                "--backend claude, which signs in with your Claude Code login)"
+            )
         return missing
 
     def _client_for(self, timeout: float | None) -> Any:

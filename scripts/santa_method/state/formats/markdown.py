@@ -50,6 +50,8 @@ def _headline(report: Report) -> str:
         step = "accepted"
     elif report.verdict == "ESCALATED":
         step = f"next: a person takes over (`santa report {report.id}`)"
+    elif report.next == "report":
+        step = "reported: a check only, no fix was asked (give fixes to run the fix loop)"
     else:
         step = f"next: {report.next or '-'}"
     return f"### santa-method {report.kind} `{report.id}`: **{report.verdict}** · {step}"

@@ -26,12 +26,12 @@ from typing import Any
 from santa_method.core.errors import InputError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import Place, changed_paths, places_of
-from santa_method.core.merge import issue_key
+from santa_method.core.merge import readable_key
+from santa_method.core.redact import redact, redact_text
 from santa_method.core.types import Criterion, Issue
 from santa_method.state import batches, store
 from santa_method.state import report as run_report
 from santa_method.state.model.run import RunState
-from santa_method.state.redact import redact, redact_text
 from santa_method.state.rounds import describe
 from santa_method.state.target import target_name
 
@@ -194,7 +194,7 @@ def fingerprint(
     """Stable across rounds and runs: the file, the primary criterion and the
     evidence (normalised as the gate compares it), never a line number, so a
     problem that recurs after an edit is still the same alert."""
-    key = issue_key(Issue(criterion, issue, quote, missing))
+    key = readable_key(Issue(criterion, issue, quote, missing))
     return hashlib.sha256(f"{path}\0{key}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -384,9 +384,18 @@ def build_run(run_id: str) -> Report:
         reasons=subject.reasons,
         cost_usd=subject.cost_usd,
         tokens=subject.tokens,
+        facts=_replayed_facts(legacy),
         version=_version(),
         legacy=legacy,
     )
+
+
+def _replayed_facts(legacy: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A replayed run says so under its verdict, in every format."""
+    folder = legacy.get("replayed")
+    if not isinstance(folder, str):
+        return ()
+    return (("replayed", run_report.replayed_sentence(folder).split(" ", 1)[1]),)
 
 
 def _unreadable_subject(
@@ -394,9 +403,11 @@ def _unreadable_subject(
 ) -> Subject:
     """A run whose state cannot be read, as its report (`state/report.py`,
     `legacy`) rebuilds it from the log: a verdict and the reasons, no places."""
-    verdict, step = {"shipped": ("NICE", None), "escalated": ("ESCALATED", "escalate")}.get(
-        legacy["status"], ("OPEN", None)
-    )
+    verdict, step = {
+        "shipped": ("NICE", None),
+        "escalated": ("ESCALATED", "escalate"),
+        "reported": ("NAUGHTY", "report"),
+    }.get(legacy["status"], ("OPEN", None))
     why = f"its state cannot be read: {legacy['state_unreadable']}"
     return Subject(
         name=name if name is not None else legacy["target"],

@@ -10,6 +10,7 @@ saved again is the same file, byte for byte.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,10 @@ class Slot:
     file: str | None = None
     gated_valid: bool | None = None
     gated_verdict: str | None = None
+    model: str | None = None
+    """The model that wrote the reply, as its backend or transcript says."""
+    duration_s: float | None = None
+    """How long the reviewer took (every ask of it), when known."""
     verdict: str | None = None
     """The verdict of a valid reply as the hook judged it when it stored it
     (set for a reply no slot could take, whose count depends on it)."""
@@ -106,6 +111,12 @@ class Slot:
                 cost_usd=self.cost_usd,
                 token_detail=None if self.token_detail is None else dict(self.token_detail),
             )
+        # Written only when known, so a state from before these keys loads
+        # and saves again byte for byte.
+        if self.model is not None:
+            data["model"] = self.model
+        if self.duration_s is not None:
+            data["duration_s"] = self.duration_s
         if self.file is not None:
             data["file"] = self.file
         data["stored"] = self.stored
@@ -135,6 +146,8 @@ class Slot:
             file=opt_str(d, "file", w),
             gated_valid=None if d.get("gated_valid") is None else bool_(d, "gated_valid", w),
             gated_verdict=opt_str(d, "gated_verdict", w),
+            model=opt_str(d, "model", w),
+            duration_s=_duration(d, w),
             verdict=opt_str(d, "verdict", w),
             why_extra=opt_str(d, "why_extra", w),
         )
@@ -170,6 +183,13 @@ class Spawn:
             agent_id=opt_str(d, "agent_id", w),
             answered=opt_str(d, "answered", w),
         )
+
+
+def _duration(d: Mapping[str, Any], w: str) -> float | None:
+    found = opt_num(d, "duration_s", w)
+    if found is not None and not (math.isfinite(found) and found >= 0):
+        raise StateError(f"{w}.duration_s is not a finite number of seconds of at least 0")
+    return found
 
 
 def _issue(d: Mapping[str, Any], w: str) -> MergedIssue:
@@ -422,6 +442,9 @@ class RunState:
     """Whether the fixes go to the user's file itself; None in runs older
     than the key (a resumed one decides from where its target is), which
     stay without it when saved again."""
+    replayed: str | None = None
+    """The recording a replayed run's replies came from (no model was
+    called); None for a run whose backend answered."""
     version: int = RUN_STATE_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -452,6 +475,8 @@ class RunState:
         }
         if self.in_place is not None:
             data["in_place"] = self.in_place
+        if self.replayed is not None:
+            data["replayed"] = self.replayed
         return data
 
     @classmethod
@@ -514,4 +539,5 @@ class RunState:
                 else list(list_(esc, "questions", f"{w}.escalation", of=dict)),
             ),
             in_place=None if "in_place" not in d else bool_(d, "in_place", w),
+            replayed=opt_str(d, "replayed", w),
         )

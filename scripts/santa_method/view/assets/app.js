@@ -37,6 +37,18 @@
   function list(items) { return h("ul", null, items.map(function (t) { return h("li", { text: t }); })); }
   function section(title) { return h("div", { "class": "box" }, h("h2", { text: title }), Array.prototype.slice.call(arguments, 1)); }
   function who(labels) { return labels.length ? labels.join(" and ") : "nobody"; }
+  function seconds(v) { return v < 0.1 ? "under 0.1 s" : v < 60 ? v.toFixed(1) + " s" : Math.floor(v / 60) + " min " + Math.round(v % 60) + " s"; }
+  // What a reply cost and who wrote it: model, tokens, cost, time, each only when known.
+  function model(m) { return typeof m === "number" ? data.models[m] : m; }
+  function facts(v) {
+    var out = [];
+    if (v.model != null) out.push(model(v.model));
+    if (v.tokens != null) out.push(v.tokens.toLocaleString("en") + " tokens");
+    if (v.cost != null) out.push(money(v.cost));
+    if (v.s != null) out.push(seconds(v.s));
+    return out.join(" · ");
+  }
+  function problemsText(p) { return !p ? "" : p[0] === p[1] ? String(p[0]) : p[0] + " → " + p[1]; }
 
   // -- the table of runs and batches ---------------------------------------------------
 
@@ -44,12 +56,17 @@
     var out = [];
     data.runs.forEach(function (r) {
       out.push({ kind: "run", id: r.id, target: r.target || "", verdict: r.verdict, shipped: r.shipped,
-        state: r.state, rounds: r.rounds, roundsText: String(r.rounds), cost: r.cost, date: r.started });
+        state: r.state, rounds: r.rounds, roundsText: String(r.rounds), cost: r.cost, date: r.started,
+        problems: r.problems ? r.problems[0] : null, problemsText: problemsText(r.problems),
+        ended: r.ended || (r.shipped ? "shipped: NICE in round " + r.rounds : r.state === "interrupted" ? "interrupted: resume or close it"
+          : r.verdict === "open" ? "still open" : r.verdict === "NICE" ? "NICE, not logged as shipped yet" : "") });
     });
     data.batches.forEach(function (b) {
+      var why = b.detail && b.detail.reasons && b.detail.reasons.length ? b.detail.reasons[0] : "";
       out.push({ kind: "batch", id: b.id, target: (b.population == null ? "?" : b.population) + " items, " + b.reviewed + " verified",
         verdict: b.verdict, rounds: b.samples, roundsText: b.samples + " sample" + (b.samples === 1 ? "" : "s"),
-        cost: b.cost, date: b.created });
+        cost: b.cost, date: b.created, problems: null, problemsText: "",
+        ended: b.verdict === "ACCEPTED" ? "accepted" : why || (b.verdict === "open" ? "still open" : "") });
     });
     return out;
   }
@@ -80,9 +97,9 @@
     table.page = Math.min(table.page, pages - 1);
     var first = table.page * PAGE;
     var cols = [["kind", "kind"], ["id", "id"], ["target", "target"], ["verdict", "verdict"],
-      ["rounds", "rounds"], ["cost", "cost"], ["date", "date"]];
+      ["problems", "problems"], ["ended", "why it ended"], ["rounds", "rounds"], ["cost", "cost"], ["date", "date"]];
     var head = h("tr", null, cols.map(function (c) {
-      var cls = "sortable" + (c[0] === "rounds" || c[0] === "cost" ? " num" : "") +
+      var cls = "sortable" + (c[0] === "rounds" || c[0] === "cost" || c[0] === "problems" ? " num" : "") +
         (table.sort === c[0] ? (table.dir > 0 ? " sorted-up" : " sorted-down") : "");
       return h("th", { "class": cls, on: { click: function () {
         table.dir = table.sort === c[0] ? -table.dir : (c[0] === "date" || c[0] === "cost" ? -1 : 1);
@@ -90,15 +107,18 @@
       } } }, c[1]);
     }));
     var body = h("tbody", null, found.slice(first, first + PAGE).map(function (r) {
+      // data-label names each cell where a narrow screen shows a row as a card.
       return h("tr", { "data-id": r.id },
-        h("td", { text: r.kind }),
-        h("td", { "class": "mono" }, r.kind === "run" ? runLink(r.id) : batchLink(r.id)),
-        h("td", { "class": "target", text: r.target }),
-        h("td", null, badge(r.verdict), r.shipped ? h("span", { "class": "tag", text: "shipped" }) : null,
+        h("td", { "data-label": "kind", text: r.kind }),
+        h("td", { "class": "mono", "data-label": "id" }, r.kind === "run" ? runLink(r.id) : batchLink(r.id)),
+        h("td", { "class": "target", "data-label": "target", text: r.target }),
+        h("td", { "data-label": "verdict" }, badge(r.verdict), r.shipped ? h("span", { "class": "tag", text: "shipped" }) : null,
           r.state === "interrupted" ? h("span", { "class": "tag", text: "interrupted" }) : null),
-        h("td", { "class": "num", text: r.roundsText }),
-        h("td", { "class": "num", text: money(r.cost) }),
-        h("td", { "class": "mono", text: when(r.date) }));
+        h("td", { "class": "num problems", "data-label": "problems", title: r.problemsText ? "problems in the first round → in the last" : null, text: r.problemsText }),
+        h("td", { "class": "ended", "data-label": "why it ended", title: r.ended }, h("span", { "class": "clamp", text: r.ended })),
+        h("td", { "class": "num", "data-label": "rounds", text: r.roundsText }),
+        h("td", { "class": "num", "data-label": "cost", text: money(r.cost) }),
+        h("td", { "class": "mono", "data-label": "date", text: when(r.date) }));
     }));
     var verdicts = ["all", "NICE", "ESCALATED", "open", "ACCEPTED"];
     var controls = h("div", { "class": "controls" },
@@ -214,8 +234,24 @@
         h("summary", { text: "The output as reviewed in round " + round.n + (round.problems.length ? " (quotes highlighted)" : "") }),
         output(round)));
     }
+    if (round.reviews.length) box.appendChild(replies(round, d));
     if (round.fix) box.appendChild(fix(round.fix));
     return box;
+  }
+
+  // Each reviewer's whole reply as it came back (redacted), with who wrote it
+  // and what it took: what one reads to judge a false alarm.
+  function replies(round, d) {
+    var models = d.models_by || {};
+    return h("div", { "class": "replies" }, h("h3", { text: "What each reviewer said" }),
+      round.reviews.map(function (v) {
+        var said = facts({ model: v.model != null ? v.model : models[v.label], tokens: v.tokens, cost: v.cost, s: v.s });
+        return h("details", { "class": "reply", "data-label": v.label },
+          h("summary", null, "Reviewer " + v.label + "'s reply", said ? h("span", { "class": "facts", text: said }) : null),
+          v.reply != null ? h("pre", { "class": "raw", text: v.reply })
+            : h("p", { "class": "muted", text: d.raw_left_out ? data.raw_left_out
+              : "The reply itself is kept in the run folder, which this page could not read." }));
+      }));
   }
 
   // What the fix did to the output, read before this round's checks of it.
@@ -285,11 +321,12 @@
 
   function fix(f) {
     var lines = f.notes.split("\n").filter(function (l) { return l.trim(); });
-    return h("div", { "class": "fix" }, h("h3", { text: "The fixer's report" }),
+    var said = facts(f);
+    return h("div", { "class": "fix" }, h("h3", null, "The fixer's report", said ? h("span", { "class": "facts", text: said }) : null),
       lines.length ? h("ol", null, lines.map(function (l) { return h("li", { text: l.replace(/^\s*\d+\s*[.)]\s*/, "") }); }))
         : h("p", { "class": "muted", text: "The fixer left no notes." }),
       f.questions.map(function (q) { return h("div", { "class": "question", text: "Needs input from a person: " + q }); }),
-      f.cost != null ? h("p", { "class": "muted", text: "fix cost " + money(f.cost) }) : null);
+      f.notes ? h("details", { "class": "reply" }, h("summary", { text: "The fixer's reply, as it came back" }), h("pre", { "class": "raw", text: f.notes })) : null);
   }
 
   // -- a batch's page ----------------------------------------------------------------------

@@ -7,7 +7,9 @@ is run line by line, and every value it finds becomes `[REDACTED:<type>]`,
 e.g. `[REDACTED:AWS Access Key]`. A few precise patterns it lacks are added
 (`EXTRA_PATTERNS` below: Anthropic, OpenAI and Hugging Face keys, `Bearer`
 tokens, fine-grained GitHub tokens, Google API keys, and whole PEM private-key blocks, whose body
-lines no per-line detector sees).
+lines no per-line detector sees), and the userinfo of a URL with a password
+(`_url_credentials`), which detect-secrets' pattern misses when the password
+holds `!`, `$`, `#`, `@` or another of the characters a URL reserves.
 
 Deliberate departures from `detect-secrets`' own scan:
 
@@ -34,12 +36,12 @@ Deliberate departures from `detect-secrets`' own scan:
   text being redacted is untrusted and must not be able to switch redaction
   off.
 
-The detect-secrets plugins run only on a window that could hold what one
-of them finds (`_could_hold_plugin_secret`): a keyword they key on, a URL,
-or a token of 10 characters or more with a digit or an inner capital, or of
-20 or more. Importing detect-secrets
-costs more than the rest of `santa validate`, and most printed text (a
-verdict, a list of criteria) holds none of these.
+A detect-secrets plugin runs only on a window where its triggers
+(`core.plugin_screen`: the prefix or keyword its own patterns require) are
+found, and detect-secrets is imported only when some plugin's are: the
+import costs more than the rest of `santa validate`, and most printed text
+(a verdict, criterion ids, a reviewer's sentence) can hold nothing a plugin
+finds.
 
 A regex detector's match is widened to the whole token around it (letters,
 digits, `_`, `-`, trailing `=`), because some plugins capture only a prefix
@@ -56,6 +58,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from typing import Any, NamedTuple, TypeVar, cast
+
+from santa_method.core.plugin_screen import TRIGGERS, could_flag, fold
 
 T = TypeVar("T")
 
@@ -109,6 +113,14 @@ EXTRA_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 
+#: Words one of which (in lower case) each case-ignoring pattern above needs:
+#: it is searched only in a window whose folded text (`plugin_screen.fold`)
+#: holds one, as a case-ignoring search costs many times a literal one.
+EXTRA_WORDS = {
+    "Secret Keyword": ("secret", "passw", "pwd", "token", "key"),
+    "Bearer Token": ("bearer",),
+}
+
 _PEM = _lazy(
     r"-----BEGIN ((?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----.*?(?:-----END \1-----|\Z)",
     re.DOTALL,
@@ -119,6 +131,10 @@ _BARE = _lazy(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}(={0,2})(?![A-Za-z0-9+
 _ONE_ALPHABET = _lazy(r"[A-Za-z0-9+/]{32,}|[A-Za-z0-9_\-]{32,}")
 #: What cannot be inside a URL as santa judges one (see `_in_url`).
 _URL_START = _lazy(r"[\s\"'`,;<>()\[\]{}|\\^]")
+#: Where a URL ends, and what a URL's user name cannot hold (see `_url_credentials`).
+_URL_END = _lazy(r"\s")
+_NOT_A_USER = _lazy(r"[/?#\"'`<>\[\]{}|\\^]")
+_PORT_THEN_PATH = _lazy(r"[0-9]{1,5}/")
 #: A URL path's segments, judged one by one.
 _SEGMENT = _lazy(r"[A-Za-z0-9+_\-]{32,}")
 #: A token spelt with %XX escapes (a URL-encoded key), judged decoded.
@@ -149,12 +165,6 @@ _PLAIN_PART = _lazy(r"[A-Za-z]*[0-9]*|[0-9]+[A-Za-z]{0,2}|[0-9a-fA-F]+")
 #: Bits a character: random base64 of 32 characters scores about 4.6 (1 in
 #: 100 below 4.25), of 64 about 5.2; long identifiers score 3.5 to 4.
 ENTROPY_BITS = 4.0
-#: What any detect-secrets plugin needs to find something (see above).
-_PLUGIN_WORDS = ("key", "pwd", "pw", "secret", "contrase", "private", "token", "://")
-#: "pass" matters only glued to a name (`db_pass`, `cl-pass`, `password`);
-#: the verdict word PASS on its own cannot start a plugin's match.
-_LONE_PASS = _lazy(r"(?<![\w-])pass(?![\w-])")
-_PLUGIN_TOKEN = _lazy(r"[A-Za-z0-9_\-+/=.:]{10,}")
 _TOKEN_CHAR = _lazy(r"[A-Za-z0-9_\-]")
 _WORD_CHAR = _lazy(r"[A-Za-z0-9_]")
 # Lines longer than this are scanned in overlapping windows so one huge
@@ -219,6 +229,7 @@ def find_secrets(text: str) -> list[Finding]:
     found: list[Finding] = [Finding(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
     found += [Finding(*span, "High Entropy Token") for span in _bare_tokens(text)]
     found += [Finding(*span, "High Entropy Token") for span in _percent_tokens(text)]
+    found += [Finding(*span, "Basic Auth Credentials") for span in _url_credentials(text)]
     offset = 0
     for line in text.splitlines(keepends=True):
         for start, end, kind in _scan_line(line):
@@ -246,6 +257,35 @@ def _bare_tokens(text: str) -> Iterator[tuple[int, int]]:
                     yield m.start() + run.start(), m.start() + run.end()
         elif _is_random(token):
             yield m.span()
+
+
+def _url_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """The userinfo of every URL that has a password (`scheme://user:pass@host`),
+    whatever the password's characters: it may hold `@`, `:`, `/`, `#`, `!`
+    or `$`, so no URL grammar finds where it ends. A URL ends at whitespace;
+    its userinfo at the last `@` in it, and holds a password when a `:`
+    precedes that `@` and the user before the `:` holds none of `/ ? #`
+    (those end a host, so the `:` and `@` are a path's), nor is the password
+    a port and a `/` alone (`http://localhost:5173/@vite/client`). A user
+    without a password (`https://user@host`) and an address without a scheme
+    (`ann@example.com`, `git@github.com:org/repo`) are no credential."""
+    at = text.find("://")
+    stop = last = -1
+    while at >= 0:
+        start = at + 3
+        if start > stop:  # the first URL of this run of non-space characters
+            end = _URL_END.search(text, start)
+            stop = end.start() if end else len(text)
+            last = text.rfind("@", start, stop)
+        colon = text.find(":", start, last) if last > start else -1
+        if (
+            colon >= 0
+            and colon + 1 < last
+            and not _NOT_A_USER.search(text, start, colon)
+            and not _PORT_THEN_PATH.fullmatch(text, colon + 1, last)
+        ):
+            yield start, last
+        at = text.find("://", start)
 
 
 def _in_url(text: str, start: int) -> bool:
@@ -315,18 +355,6 @@ def _entropy(token: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(token).values())
 
 
-def _could_hold_plugin_secret(window: str, lowered: str) -> bool:
-    if any(word in lowered for word in _PLUGIN_WORDS):
-        return True
-    if "pass" in lowered and lowered.count("pass") > len(_LONE_PASS.findall(lowered)):
-        return True
-    for m in _PLUGIN_TOKEN.finditer(window):
-        run = m.group()
-        if len(run) >= 20 or any(c.isdigit() or c.isupper() for c in run[1:]) or run[0].isdigit():
-            return True
-    return False
-
-
 def _scan_line(line: str) -> Iterator[tuple[int, int, str]]:
     if len(line) <= _WINDOW:
         yield from _scan_window(line)
@@ -340,15 +368,18 @@ def _scan_line(line: str) -> Iterator[tuple[int, int, str]]:
 def _scan_window(line: str) -> Iterator[tuple[int, int, str]]:
     if len(line.strip()) < 8:  # nothing this short is a credential worth a regex pass
         return
+    folded = fold(line)
     for kind, pattern in EXTRA_PATTERNS:
+        words = EXTRA_WORDS.get(kind)
+        if words is not None and not any(w in folded for w in words):
+            continue
         for m in pattern.finditer(line):
             yield (*m.span(1 if pattern.groups else 0), kind)
-    lowered = line.lower()
-    if not _could_hold_plugin_secret(line, lowered):
+    could = could_flag(line, folded)
+    if not could:  # then detect-secrets is not even imported
         return
     for plugin in _plugins():
-        gate = GATES.get(type(plugin).__name__)
-        if gate is not None and not any(word in lowered for word in gate):
+        if type(plugin).__name__ not in could and type(plugin).__name__ in TRIGGERS:
             continue
         denylist = getattr(plugin, "denylist", None)
         if denylist is not None:
@@ -430,17 +461,6 @@ def _filtered(plugin: Any, value: str, line: str, keyword: bool = False) -> bool
         ):
             return True
     return False
-
-
-#: Quick necessary conditions for the plugins whose regexes crawl on long
-#: lines (about 1 µs a character): neither can match a line that holds none
-#: of these words (case-insensitive), and plain substring tests rule that out
-#: almost for free. `tests/test_redact.py` checks them against the plugins'
-#: own keyword lists, so an upgrade that adds a keyword cannot slip past.
-GATES: dict[str, tuple[str, ...]] = {
-    "KeywordDetector": ("key", "pass", "pwd", "secret", "contrase"),
-    "IbmCloudIamDetector": ("key", "pwd", "pass", "token"),
-}
 
 
 @cache
