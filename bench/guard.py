@@ -100,8 +100,10 @@ def guard_command() -> str:
 def finished_project(project: Path, count: int) -> None:
     """`count` runs opened and escalated by the helper, as a busy project has."""
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
-    from santa_method.state import runs
+    from santa_method.state.events import log_event
     from santa_method.state.model.run import Target
+    from santa_method.state.rounds import start_run
+    from santa_method.state.store import list_run_ids, load_state
 
     (project / "out.md").write_text("# tally\n\nCounts lines.\n", encoding="utf-8")
     (project / ".claude").mkdir()
@@ -109,7 +111,7 @@ def finished_project(project: Path, count: int) -> None:
     rubric = load_rubric("base")
     os.environ["CLAUDE_PROJECT_DIR"] = str(project)
     for _ in range(count):
-        opened = runs.start_run(
+        opened = start_run(
             target=Target(kind="file", path=str(project / "out.md")),
             spec="Count lines.",
             rubric=rubric,
@@ -121,8 +123,8 @@ def finished_project(project: Path, count: int) -> None:
             source="files",
             cwd=str(project),
         )
-        runs.log_event(opened.run_id, "escalate", data={"reason": "bench"})
-    assert not [r for r in runs.list_run_ids() if runs.load_state(r).status == "open"]
+        log_event(opened.run_id, "escalate", data={"reason": "bench"})
+    assert not [r for r in list_run_ids() if load_state(r).status == "open"]
 
 
 def plugin_venv(data: Path) -> Path:

@@ -251,13 +251,13 @@ class Project:
 
     def state(self) -> RunState:
         """The run's state through the state module, as the gate reads it."""
-        from santa_method.state import runs
+        from santa_method.state.store import load_state
 
         old = {k: os.environ.get(k) for k in ("SANTA_HOME", "CLAUDE_PROJECT_DIR")}
         os.environ["SANTA_HOME"] = self.env["SANTA_HOME"]
         os.environ["CLAUDE_PROJECT_DIR"] = self.env["CLAUDE_PROJECT_DIR"]
         try:
-            return runs.load_state(self.run_id)
+            return load_state(self.run_id)
         finally:
             for key, value in old.items():
                 if value is None:

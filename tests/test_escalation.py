@@ -19,7 +19,11 @@ from santa_method.core.errors import RefusedError
 from santa_method.core.escalation import CHECK_ONLY, MAX_REREVIEWS, decide, recurring_flags
 from santa_method.core.types import MergedIssue
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.events import log_event
+from santa_method.state.gating import gate_run
+from santa_method.state.rounds import next_round
+from santa_method.state.slots import reserve_reviewer, store_reply
+from santa_method.state.store import load_state
 
 BASE = (
     "factual-accuracy",
@@ -55,7 +59,7 @@ def gate(project: Path, opened: dict[str, Any], *flags: dict[str, Any]) -> Any:
     """Both reviewers raise `flags` (worded differently, so they are two reviews)."""
     (project / "b.json").write_text(review(opened["canary"], flags, "b"))
     (project / "c.json").write_text(review(opened["canary"], flags, "c"))
-    return runs.gate_run(
+    return gate_run(
         checks=EVERY_FACE,
         run_id=opened["run_id"],
         review_files=[str(project / "b.json"), str(project / "c.json")],
@@ -64,14 +68,14 @@ def gate(project: Path, opened: dict[str, Any], *flags: dict[str, Any]) -> Any:
 
 def fix_and_reopen(opened: dict[str, Any], output: str) -> dict[str, Any]:
     Path("out.md").write_text(output, encoding="utf-8")
-    runs.log_event(opened["run_id"], "fix", data={"changed": "edited"})
-    return runs.next_round(opened["run_id"]).to_json()
+    log_event(opened["run_id"], "fix", data={"changed": "edited"})
+    return next_round(opened["run_id"]).to_json()
 
 
 def assert_escalated(project: Path, run_id: str, result: Any, why: str) -> None:
     assert (result.verdict, result.next) == ("NAUGHTY", "escalate")
     assert why in " ".join(result.reasons)
-    assert runs.load_state(run_id).status == "escalated"
+    assert load_state(run_id).status == "escalated"
     report = project / ".santa" / "runs" / run_id / "report.md"
     assert result.extra["report"] == str(report) and why in report.read_text()
     events = [
@@ -80,7 +84,7 @@ def assert_escalated(project: Path, run_id: str, result: Any, why: str) -> None:
     assert events[-2]["event"] == "gate" and events[-2]["next"] == "escalate"
     assert events[-1]["event"] == "escalate" and why in events[-1]["reason"]
     with pytest.raises(RefusedError):
-        runs.next_round(run_id)
+        next_round(run_id)
 
 
 V20 = {"criterion": "factual-accuracy", "issue": "Wrong version", "quote": "version 2.0"}
@@ -98,7 +102,7 @@ def test_a_check_only_run_reports_its_problems_and_escalates_nothing(
     assert (result.verdict, result.next) == ("NAUGHTY", "report")
     assert "fixer_instruction" not in result.extra
     assert "fixes exhausted" not in " ".join(result.reasons)
-    assert runs.load_state(run_id).status == "reported"
+    assert load_state(run_id).status == "reported"
     report = project / ".santa" / "runs" / run_id / "report.md"
     assert result.extra["report"] == str(report)
     text = report.read_text()
@@ -109,7 +113,7 @@ def test_a_check_only_run_reports_its_problems_and_escalates_nothing(
     assert events[-1]["event"] == "gate" and events[-1]["next"] == "report"
     assert not [r for r in events if r["event"] == "escalate"]
     with pytest.raises(RefusedError):
-        runs.next_round(run_id)
+        next_round(run_id)
 
 
 def test_a_check_only_run_without_valid_reviews_still_escalates() -> None:
@@ -148,7 +152,7 @@ def test_budget_from_the_config(
             reply = review(opened["canary"], flags, name)
             agent = f"{opened['round']}{name}"
             # As the hooks do: the guard counts the spawn, the transcript carries the agent id.
-            assert runs.reserve_reviewer(opened["run_id"], opened["round"]) is None
+            assert reserve_reviewer(opened["run_id"], opened["round"]) is None
             path = reviewer_transcript(
                 project / f"{opened['round']}-{name}.jsonl",
                 opened["instruction"],
@@ -156,7 +160,7 @@ def test_budget_from_the_config(
                 agent_id=agent,
                 assignment=opened["assignment"],
             )
-            runs.store_reply(
+            store_reply(
                 opened["run_id"],
                 opened["round"],
                 reply=reply,
@@ -165,7 +169,7 @@ def test_budget_from_the_config(
                 cost_usd=0.2,
                 tokens=1000,
             )
-        return runs.gate_run(checks=EVERY_FACE, run_id=opened["run_id"])
+        return gate_run(checks=EVERY_FACE, run_id=opened["run_id"])
 
     first = store_both(opened, (V20,))
     assert first.next == "fix"  # $0.40 of $0.50
@@ -205,15 +209,15 @@ def test_rereviews_exhausted(project: Path, capsys: pytest.CaptureFixture[str]) 
     run_id = opened["run_id"]
     (project / "b.json").write_text(review(opened["canary"]))
     (project / "bad.json").write_text('{"verdict": "PASS"}')
-    first = runs.gate_run(
+    first = gate_run(
         checks=EVERY_FACE,
         run_id=run_id,
         review_files=[str(project / "b.json"), str(project / "bad.json")],
     )
     assert first.next == "rereview"
     for n in (1, 2):
-        assert runs.next_round(run_id).open_slots == ("C",)
-        result = runs.gate_run(
+        assert next_round(run_id).open_slots == ("C",)
+        result = gate_run(
             checks=EVERY_FACE, run_id=run_id, review_files=[str(project / "bad.json")]
         )
         assert result.next == ("rereview" if n == 1 else "escalate")

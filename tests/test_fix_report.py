@@ -16,9 +16,13 @@ from _faces import EVERY_FACE
 from santa_method.core.errors import RefusedError
 from santa_method.core.fixreport import fixer_order, parse_report
 from santa_method.core.types import MergedIssue
-from santa_method.state import runs
+from santa_method.state.events import log_event
+from santa_method.state.fixes import record_fixer_reply
+from santa_method.state.gating import gate_run
 from santa_method.state.metrics import compute
 from santa_method.state.report import build
+from santa_method.state.rounds import RoundOpened, next_round
+from santa_method.state.store import load_state, run_dir
 from test_runs import OUTPUT, WRONG_VERSION, home, log_records, open_run, review
 
 __all__ = ["home"]
@@ -72,11 +76,11 @@ def test_a_question_beyond_the_list_still_counts() -> None:
 # --- through the run state ---------------------------------------------------
 
 
-def _gated(home: Path, *issues: dict) -> runs.RoundOpened:
+def _gated(home: Path, *issues: dict) -> RoundOpened:
     opened = open_run(home, source="files")
     (home / "b.json").write_text(review(opened.canary, issues))
     (home / "c.json").write_text(review(opened.canary, issues))
-    result = runs.gate_run(
+    result = gate_run(
         checks=EVERY_FACE,
         run_id=opened.run_id,
         review_files=[str(home / "b.json"), str(home / "c.json")],
@@ -91,23 +95,23 @@ def test_needs_input_escalates_restores_and_asks(home: Path) -> None:
     # left a placeholder in the file: none of it may stand.
     (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1") + "TLY-1377,Item 1377,0.00\n")
     notes = "1. fixed: version 2.1\n2. needs input: What is the price of TLY-1377?"
-    record = runs.log_event(opened.run_id, "fix", data={"notes": notes})
+    record = log_event(opened.run_id, "fix", data={"notes": notes})
     assert record["event"] == "escalate" and record["reason"] == "needs-input"
     (question,) = record["questions"]
     assert question["question"] == "What is the price of TLY-1377?"
     assert question["criterion"] == "completeness" and question["key"].startswith("completeness|")
     assert record["restored"] is True
     assert (home / "out.md").read_text(encoding="utf-8") == OUTPUT  # back to what was reviewed
-    state = runs.load_state(opened.run_id)
+    state = load_state(opened.run_id)
     assert state.status == "escalated" and state.fixes == []
     assert state.escalation is not None and state.escalation.reasons == ["needs-input"]
     assert log_records(home, "fix") == []
     # No further round, no ship.
     with pytest.raises(RefusedError):
-        runs.next_round(opened.run_id)
+        next_round(opened.run_id)
     report = build(opened.run_id)
     assert report["questions"][0]["question"] == "What is the price of TLY-1377?"
-    text = (runs.run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
+    text = (run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
     assert "The fixer needs input" in text and "What is the price of TLY-1377?" in text
     metrics = compute(runs_log(home))
     assert metrics["needs_input"]["runs"] == 1
@@ -121,13 +125,13 @@ def runs_log(home: Path) -> list[dict]:
 def test_a_fix_that_changed_nothing_is_refused(home: Path) -> None:
     opened = _gated(home, WRONG_VERSION)
     with pytest.raises(RefusedError, match="unchanged, so it is not a fix"):
-        runs.log_event(opened.run_id, "fix", data={"notes": "1. fixed: version"})
-    assert runs.load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
+        log_event(opened.run_id, "fix", data={"notes": "1. fixed: version"})
+    assert load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
     # Answering every flag "not an issue" may change nothing: the next round tests it.
-    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. not an issue: 2.0 is right"})
+    record = log_event(opened.run_id, "fix", data={"notes": "1. not an issue: 2.0 is right"})
     assert record["event"] == "fix"
     assert record["report"][0]["answer"] == "not an issue"
-    assert runs.next_round(opened.run_id).round == 2
+    assert next_round(opened.run_id).round == 2
 
 
 def test_a_report_with_more_answers_than_problems_is_refused(home: Path) -> None:
@@ -140,36 +144,36 @@ def test_a_report_with_more_answers_than_problems_is_refused(home: Path) -> None
     opened = _gated(home, WRONG_VERSION)
     (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1"))
     with pytest.raises(RefusedError, match="answers problems 2 and 3, but its assignment lists 1"):
-        runs.log_event(
+        log_event(
             opened.run_id,
             "fix",
             data={"notes": "1. fixed: version\n2. fixed: license\n3. fixed: flags"},
         )
-    assert runs.load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
-    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. fixed: version 2.1"})
+    assert load_state(opened.run_id).fixes == [] and log_records(home, "fix") == []
+    record = log_event(opened.run_id, "fix", data={"notes": "1. fixed: version 2.1"})
     assert record["event"] == "fix"
 
 
 def test_the_kept_fixer_reply_reaches_the_log_and_the_report(home: Path) -> None:
     opened = _gated(home, WRONG_VERSION)
-    instruction = runs.load_state(opened.run_id).fixer.instruction
-    assert not runs.record_fixer_reply(instruction + " and more", "1. fixed: x")
-    assert runs.record_fixer_reply(instruction, "Done.\n1. fixed: set the version to 2.1")
+    instruction = load_state(opened.run_id).fixer.instruction
+    assert not record_fixer_reply(instruction + " and more", "1. fixed: x")
+    assert record_fixer_reply(instruction, "Done.\n1. fixed: set the version to 2.1")
     (home / "out.md").write_text(OUTPUT.replace("2.0", "2.1"))
-    record = runs.log_event(opened.run_id, "fix")
+    record = log_event(opened.run_id, "fix")
     assert record["notes"].endswith("1. fixed: set the version to 2.1")
     assert [a["answer"] for a in record["report"]] == ["fixed"]
-    runs.log_event(opened.run_id, "escalate", data={"reason": "stopped by hand"})
-    text = (runs.run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
+    log_event(opened.run_id, "escalate", data={"reason": "stopped by hand"})
+    text = (run_dir(opened.run_id) / "report.md").read_text(encoding="utf-8")
     assert "fixer: Done." in text and "1. fixed: set the version to 2.1" in text
     assert "(no notes)" not in text
 
 
 def test_a_kept_question_escalates_a_fix_logged_without_notes(home: Path) -> None:
     opened = _gated(home, MISSING_ROW)
-    instruction = runs.load_state(opened.run_id).fixer.instruction
-    runs.record_fixer_reply(instruction, "1. needs input: What is the price of TLY-1377?")
-    record = runs.log_event(opened.run_id, "fix")
+    instruction = load_state(opened.run_id).fixer.instruction
+    record_fixer_reply(instruction, "1. needs input: What is the price of TLY-1377?")
+    record = log_event(opened.run_id, "fix")
     assert record["event"] == "escalate" and record["reason"] == "needs-input"
     assert record["restored"] is False  # the fixer changed nothing
     gates = log_records(home, "gate")
@@ -186,10 +190,10 @@ def test_needs_input_puts_back_the_exact_bytes_reviewed(home: Path) -> None:
     left = reviewed.replace(b"2.0", b"2.1") + b"price: \xa3 0.00\r\n"
     (home / "out.md").write_bytes(left)
     notes = "1. fixed: version 2.1\n2. needs input: What is the price of TLY-1377?"
-    record = runs.log_event(opened.run_id, "fix", data={"notes": notes})
+    record = log_event(opened.run_id, "fix", data={"notes": notes})
     assert record["restored"] is True
     assert (home / "out.md").read_bytes() == reviewed
-    kept = runs.run_dir(opened.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(opened.run_id) / "round-1" / "fix.txt"
     assert kept.read_bytes() == left
     assert build(opened.run_id)["unreviewed_fix"]["target_holds"] == "reviewed"
 
@@ -198,7 +202,7 @@ def test_an_unchanged_crlf_file_is_no_fix_to_keep(home: Path) -> None:
     reviewed = OUTPUT.replace("\n", "\r\n").encode("utf-8")
     (home / "out.md").write_bytes(reviewed)
     opened = _gated(home, MISSING_ROW)
-    record = runs.log_event(opened.run_id, "fix", data={"notes": "1. needs input: the price?"})
+    record = log_event(opened.run_id, "fix", data={"notes": "1. needs input: the price?"})
     assert record["restored"] is False
-    assert not (runs.run_dir(opened.run_id) / "round-1" / "fix.txt").exists()
+    assert not (run_dir(opened.run_id) / "round-1" / "fix.txt").exists()
     assert (home / "out.md").read_bytes() == reviewed

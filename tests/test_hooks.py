@@ -429,13 +429,13 @@ def test_pretooluse_crash_denies_santa_agents_only(
     in_process: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from santa_method.claude_code import hooks
-    from santa_method.state import runs
+    from santa_method.state import fixes, slots
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise OSError("disk gone")
 
-    monkeypatch.setattr(runs, "find_round", boom)
-    monkeypatch.setattr(runs, "fixer_open", boom)
+    monkeypatch.setattr(slots, "find_round", boom)
+    monkeypatch.setattr(fixes, "fixer_open", boom)
     for kind in ("santa-method:reviewer", "santa-reviewer", "santa-method:fixer", "santa-fixer"):
         answer = hooks.pretooluse_agent(
             {"tool_name": "Agent", "tool_input": {"subagent_type": kind, "prompt": "x"}}

@@ -229,7 +229,8 @@ HEAVY = (
     "subprocess",
     "typing",
     "dataclasses",
-    "santa_method.state.runs",
+    "santa_method.state.store",
+    "santa_method.state.gating",
     "santa_method.cli",
     # Each of these costs a good part of a bare start (see claude_code/guard.py).
     "json",
@@ -337,15 +338,17 @@ def test_the_helper_marks_a_run_once_its_state_says_it_finished(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
-    from santa_method.state import runs
+    from santa_method.state.events import log_event
     from santa_method.state.model.run import Target
+    from santa_method.state.rounds import start_run
+    from santa_method.state.store import list_run_ids, runs_dir
 
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
     monkeypatch.setenv("SANTA_HOME", str(tmp_path / ".santa"))
     monkeypatch.setenv("SANTA_LOG", str(tmp_path / ".santa" / "log.jsonl"))
     (tmp_path / "out.md").write_text("hello\n")
     rubric = load_rubric("base")
-    opened = runs.start_run(
+    opened = start_run(
         target=Target(kind="file", path=str(tmp_path / "out.md")),
         spec="Say hello.",
         rubric=rubric,
@@ -357,10 +360,10 @@ def test_the_helper_marks_a_run_once_its_state_says_it_finished(
         source="files",
         cwd=str(tmp_path),
     )
-    marks = runs.runs_dir() / open_runs.FINISHED
-    assert open_runs.open_run_ids(str(runs.runs_dir())) == [opened.run_id]
+    marks = runs_dir() / open_runs.FINISHED
+    assert open_runs.open_run_ids(str(runs_dir())) == [opened.run_id]
     assert not marks.exists()
-    runs.log_event(opened.run_id, "escalate", data={"reason": "test"})
+    log_event(opened.run_id, "escalate", data={"reason": "test"})
     assert os.listdir(marks) == [opened.run_id]
-    assert open_runs.open_run_ids(str(runs.runs_dir())) == []
-    assert runs.list_run_ids() == [opened.run_id]  # the marks are not a run
+    assert open_runs.open_run_ids(str(runs_dir())) == []
+    assert list_run_ids() == [opened.run_id]  # the marks are not a run

@@ -22,7 +22,9 @@ from _reviews import review_reply
 from _transcripts import reviewer_transcript
 from santa_method.cli import main
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.fixes import fixer_open
+from santa_method.state.slots import reserve_reviewer, store_reply
+from santa_method.state.store import load_state, sha256
 
 BASE = (
     "factual-accuracy",
@@ -110,7 +112,7 @@ def hook_store(project: Path, opened: dict[str, Any], agent: str, reply: str) ->
     """What the hooks do for one reviewer: the PreToolUse guard counts its
     spawn, then its stop hook stores the reply with its transcript."""
     run_id, number = opened["run_id"], opened["round"]
-    assert runs.reserve_reviewer(run_id, number) is None
+    assert reserve_reviewer(run_id, number) is None
     # Claude Code's transcript of the reviewer: stamped with its id, the
     # instruction first, the whole assignment read, the reply last.
     path = reviewer_transcript(
@@ -120,7 +122,7 @@ def hook_store(project: Path, opened: dict[str, Any], agent: str, reply: str) ->
         agent_id=agent,
         assignment=opened["assignment"],
     )
-    runs.store_reply(run_id, number, reply=reply, agent_id=agent, transcript_path=path)
+    store_reply(run_id, number, reply=reply, agent_id=agent, transcript_path=path)
 
 
 # --- full loops --------------------------------------------------------------
@@ -140,7 +142,7 @@ def _check_story(project: Path, run_id: str) -> None:
         ("ship", 2),
     ]
     run = events[0]
-    assert run["target_sha256"] == runs.sha256(OUTPUT) and run["reviewers"] == 2
+    assert run["target_sha256"] == sha256(OUTPUT) and run["reviewers"] == 2
     for rv in (events[1], events[2], events[5], events[6]):
         assert rv["valid"] is True and [c["criterion"] for c in rv["checks"]] == list(BASE)
     assert [c["result"] for c in events[1]["checks"]][:3] == ["FAIL", "FAIL", "FAIL"]
@@ -190,7 +192,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     r1 = json.loads(start.stdout)
     run_id = r1["run_id"]
     assert set(r1) >= {"run_id", "round", "assignment", "instruction", "canary"}
-    assert runs.load_state(run_id).source == "hook"
+    assert load_state(run_id).source == "hook"
 
     replies = {
         "b": review(r1["canary"], (WRONG_VERSION, NO_LICENSE, PHANTOM), "reviewer b"),
@@ -208,7 +210,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     g1 = json.loads(gate1.stdout)
     assert (g1["verdict"], g1["next"]) == ("NAUGHTY", "fix")
     assert g1["fixer_instruction"].startswith(f"santa-method fix, run {run_id}")
-    assert runs.fixer_open(g1["fixer_instruction"])
+    assert fixer_open(g1["fixer_instruction"])
     _check_fixer_file(g1["fixer_assignment"])
     assert [i["flagged_by"] for i in g1["issues"] if i["criterion"] != "no-hallucination"] == [
         ["B", "C"],
@@ -226,7 +228,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
         '{"changed": "version 2.1, License section"}',
     )
     assert fix.returncode == 0, fix.stderr
-    assert not runs.fixer_open(g1["fixer_instruction"])
+    assert not fixer_open(g1["fixer_instruction"])
 
     start2 = santa(project, "round", "start", "--run", run_id, "--json", claude_code=True)
     assert start2.returncode == 0, start2.stderr
@@ -243,7 +245,7 @@ def test_full_loop_with_the_hook_store(project: Path) -> None:
     ship = santa(project, "log", "ship", "--run", run_id)
     assert ship.returncode == 0, ship.stderr
     _check_story(project, run_id)
-    assert runs.load_state(run_id).status == "shipped"
+    assert load_state(run_id).status == "shipped"
 
 
 def test_full_loop_with_review_files(project: Path) -> None:
@@ -467,7 +469,7 @@ def test_ship_is_refused_when_the_state_says_nice_but_the_log_does_not(
     state_file.write_text(json.dumps(state), encoding="utf-8")
     message = refused(capsys, "log", "ship", "--run", run_id)
     assert "no NICE gate of round 1" in message and "the run state and the log disagree" in message
-    assert runs.load_state(run_id).status == "open"
+    assert load_state(run_id).status == "open"
     assert [r["event"] for r in records(project) if r["run_id"] == run_id] == [
         "run",
         "review",
@@ -716,7 +718,7 @@ def test_config_defaults_and_flag_overrides(
     (project / ".santa" / "config.yaml").write_text(
         "rubric: code\nreviewers: 3\nmodels: [opus, sonnet]\nmax_fixes: 1\nbudget_usd: 2.5\npre_check: 'true'\n"
     )
-    state = runs.load_state(start_files(capsys)["run_id"])
+    state = load_state(start_files(capsys)["run_id"])
     assert (state.rubric, state.reviewers, state.max_fixes) == ("code", 3, 1)
     assert (state.budget_usd, state.pre_check, state.models) == (
         2.5,
@@ -738,7 +740,7 @@ def test_config_defaults_and_flag_overrides(
         "--pre-check",
         "exit 0",
     )
-    state = runs.load_state(overridden["run_id"])
+    state = load_state(overridden["run_id"])
     assert (state.rubric, state.reviewers, state.max_fixes) == ("base", 2, 0)
     assert (state.budget_usd, state.pre_check) == (1.0, "exit 0")
     (project / ".santa" / "config.yaml").write_text("pre_check: 'exit 4'\n")

@@ -312,7 +312,7 @@ def test_a_key_glued_to_words_or_inside_a_path_is_still_caught(template: str) ->
 
 def test_santas_own_tokens_survive() -> None:
     from santa_method.core.assignments import boundary_for, new_token
-    from santa_method.state.runs import new_run_id
+    from santa_method.state.store import new_run_id
 
     for _ in range(200):
         for token in (new_token(), new_token(32), boundary_for("x"), new_run_id()):

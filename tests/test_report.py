@@ -15,7 +15,9 @@ from _faces import EVERY_FACE
 from _reviews import review_reply
 from santa_method.cli import main
 from santa_method.state import report as reports
-from santa_method.state import runs
+from santa_method.state.events import log_event
+from santa_method.state.gating import gate_run
+from santa_method.state.rounds import next_round
 
 BASE = (
     "factual-accuracy",
@@ -77,18 +79,17 @@ def escalated(santa_project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
     (tmp_path / "b.json").write_text(review(opened["canary"], (V20, LEAK, GHOST), "b"))
     (tmp_path / "c.json").write_text(review(opened["canary"], (V20, LEAK), "c"))
     assert (
-        runs.gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next
-        == "fix"
+        gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next == "fix"
     )
     (tmp_path / "out.md").write_text(OUTPUT_2)
-    runs.log_event(
+    log_event(
         run_id, "fix", data={"changed": "version set to 2.1", "cost_usd": 0.05, "tokens": 300}
     )
-    second = runs.next_round(run_id)
+    second = next_round(run_id)
     (tmp_path / "b.json").write_text(review(second.canary, (LEAK, LICENSE, GHOST), "b2"))
     (tmp_path / "c.json").write_text(review(second.canary, (LEAK, LICENSE), "c2"))
     assert (
-        runs.gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next
+        gate_run(checks=EVERY_FACE, run_id=run_id, review_files=["b.json", "c.json"]).next
         == "escalate"
     )
     return tmp_path, run_id

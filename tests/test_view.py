@@ -105,12 +105,12 @@ def test_a_run_page_shows_both_reviewers_and_who_raised_what(viewed):
 
 
 def test_a_run_page_has_each_reply_whole_with_its_model_tokens_cost_and_time(viewed):
-    from santa_method.state import runs
+    from santa_method.state.store import load_state
 
     run_id = viewed["runs"]["year"].run_id
     data = data_of(viewed["root"])
     first = run_of(data, run_id)["detail"]["rounds"][0]
-    slots = runs.load_state(run_id).rounds[0].slots
+    slots = load_state(run_id).rounds[0].slots
     b, c = first["reviews"]
     assert b["reply"] == slots["B"].reply and c["reply"] == slots["C"].reply  # whole, as it came
     # A model is named once for the page, and each reviewer's once for the run.

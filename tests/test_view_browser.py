@@ -199,7 +199,7 @@ def test_a_run_page_shows_both_reviewers_flags(built, page_of, monkeypatch):
 def test_a_run_page_shows_each_reply_whole_with_its_model_tokens_cost_and_time(
     built, page_of, monkeypatch
 ):
-    from santa_method.state import runs
+    from santa_method.state.store import load_state
 
     run_id = built["runs"]["year"].run_id
     page = page_of(page_for(built, monkeypatch)).open("#run/" + run_id)
@@ -213,7 +213,7 @@ def test_a_run_page_shows_each_reply_whole_with_its_model_tokens_cost_and_time(
     assert raw.is_hidden()  # folded until asked for
     b.locator("summary").click()
     assert raw.is_visible()
-    slot = runs.load_state(run_id).rounds[0].slots["B"]
+    slot = load_state(run_id).rounds[0].slots["B"]
     assert raw.inner_text() == slot.reply  # whole, as it came back
     fixer = page.locator("#round-1 .fix")
     assert (

@@ -37,9 +37,10 @@ from santa_method.headless.backends.base import (
     Tokens,
 )
 from santa_method.headless.batch import BatchOptions, verify_batch_sync
-from santa_method.state import batches, runs
+from santa_method.state import batches
 from santa_method.state import log as runlog
 from santa_method.state.batches import BatchItem
+from santa_method.state.store import list_run_ids, load_state
 
 from .batch_helpers import SCRIPT, notes_batch, texts
 from .conftest import failing
@@ -166,7 +167,7 @@ def _refused(project: Path, target: Path, before: str, message: str, fault: str)
     (escalation,) = [r for r in records if r["event"] == "escalate"]
     assert "the homemade backend's" in escalation["reason"]
     assert all(math.isfinite(n) and n >= 0 for n in _usage_numbers(records))
-    state = runs.load_state(escalation["run_id"])
+    state = load_state(escalation["run_id"])
     assert state.status == "escalated"
     assert target.read_text(encoding="utf-8") == before
 
@@ -215,7 +216,7 @@ def test_bad_token_counts_never_reach_the_state(project: Path, target: Path) -> 
     ended = [r for r in _log(project) if r["event"] == "escalate"]
     assert len(ended) == 2
     for record in ended:
-        assert runs.load_state(record["run_id"]).status == "escalated"
+        assert load_state(record["run_id"]).status == "escalated"
 
 
 def _spoiled(cls: type, method: str, monkeypatch: pytest.MonkeyPatch, **fields: Any) -> None:
@@ -341,5 +342,5 @@ def test_a_change_fixer_goes_through_the_same_check(repo: Path) -> None:
             options=VerifyOptions(against_diff="HEAD", backend=Bytes(), max_fixes=1, in_place=True),
         )
     assert {p: p.read_bytes() for p in files} == before
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"

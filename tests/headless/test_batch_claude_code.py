@@ -19,7 +19,8 @@ from santa_method.cli import main
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.anthropic import AnthropicBackend
-from santa_method.state import batches, runs
+from santa_method.state import batches
+from santa_method.state.store import load_state
 
 from .batch_helpers import MARK, SCRIPT, jsonl, texts
 
@@ -420,7 +421,7 @@ def test_a_screen_counts_the_first_run_since_its_own_screening_began(stub_server
     earlier, later = unfixed_run(), unfixed_run()
     assert cc._first_run(state, item["id"], rubric, since) == earlier
     # A later screening of the same criterion (a later wave) starts afresh.
-    assert cc._first_run(state, item["id"], rubric, runs.load_state(later).created) == later
+    assert cc._first_run(state, item["id"], rubric, load_state(later).created) == later
 
 
 @pytest.mark.slow

@@ -15,7 +15,8 @@ from santa_method.core.errors import BackendError, InputError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, FixRequest, ReviewReply, ReviewRequest
-from santa_method.state import locks, runs
+from santa_method.state import locks
+from santa_method.state.store import list_run_ids, load_state, run_dir
 
 from .test_diff_review import APP_NEW, README_NEW, SPEC, ChangeReviewer, repo
 
@@ -32,7 +33,7 @@ class FailsOnTheFix(ChangeReviewer):
 
 
 def _report(run_id: str) -> dict:
-    return json.loads((runs.run_dir(run_id) / "report.json").read_text(encoding="utf-8"))
+    return json.loads((run_dir(run_id) / "report.json").read_text(encoding="utf-8"))
 
 
 def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
@@ -46,8 +47,8 @@ def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
             options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
         )
     assert len(backend.fixes) == 2  # both files were fixed, then the review failed
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"
     assert {p: p.read_bytes() for p in before} == before
     found = _report(run_id)["unreviewed_fix"]
     assert found["round"] == 1 and found["target_holds"] == "reviewed"
@@ -56,7 +57,7 @@ def test_an_escalated_change_puts_every_fixed_file_back(repo: Path) -> None:
     assert b"2024" in kept["README.md"].read_bytes() and b"\r\n" in kept["README.md"].read_bytes()
     assert '"hello"' in kept["app.py"].read_text(encoding="utf-8")
     assert all(f["target_holds"] == "reviewed" for f in found["files"])
-    markdown = (runs.run_dir(run_id) / "report.md").read_text(encoding="utf-8")
+    markdown = (run_dir(run_id) / "report.md").read_text(encoding="utf-8")
     assert "## Unreviewed fix" in markdown and str(kept["app.py"]) not in markdown
     assert f"{app} holds the text round 1 reviewed" in markdown
 
@@ -70,10 +71,10 @@ def test_a_file_someone_changed_since_is_left_alone(repo: Path) -> None:
             SPEC,
             options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
         )
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     app = repo / "app.py"
     # Put one fix back in place, and have a person edit the other file.
-    found = unreviewed_fix(runs.load_state(run_id))
+    found = unreviewed_fix(load_state(run_id))
     assert found is not None
     fixes = {Path(f.target).name: f for f in found.files}
     app.write_bytes(fixes["app.py"].fix.read_bytes())
@@ -97,7 +98,7 @@ def test_a_change_whose_file_another_run_fixes_is_refused_before_anything_runs(
             SPEC,
             options=VerifyOptions(against_diff="HEAD", backend=backend, max_fixes=1, in_place=True),
         )
-    assert runs.list_run_ids() == [] and backend.fixes == []
+    assert list_run_ids() == [] and backend.fixes == []
 
 
 def test_two_runs_fixing_one_checkout_are_refused(repo: Path) -> None:
@@ -142,8 +143,8 @@ def test_a_file_the_change_adds_later_is_locked_before_it_is_fixed(repo: Path) -
             )
     finally:
         backend.held.__exit__(None, None, None)
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"
     assert app.read_text(encoding="utf-8") == APP_NEW  # never written by this run
     # Round 1's fix of the README was reviewed by round 2, so it stays.
     assert "Released in 2024." in readme.read_text(encoding="utf-8")
@@ -169,7 +170,7 @@ def test_an_interrupted_change_is_listed_to_be_reviewed_again(repo: Path, capsys
     from santa_method.cli import main
 
     _interrupted_change()
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     assert main(["runs", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["outcome"] == "interrupted" and row["resume"] is None
@@ -209,7 +210,7 @@ def test_closing_a_stale_change_keeps_what_a_later_run_reviewed(repo: Path, caps
     from santa_method.cli import main
 
     _interrupted_change()
-    (old,) = runs.list_run_ids()
+    (old,) = list_run_ids()
     fixed = {p: p.read_bytes() for p in (repo / "app.py", repo / "docs" / "README.md")}
     assert b"hello" in fixed[repo / "app.py"]  # the unreviewed fixes are in place
     later = verify_sync(
@@ -261,7 +262,7 @@ def test_a_change_that_does_not_show_a_file_does_not_vouch_for_its_fix(repo: Pat
                 resumable=True,
             ),
         )
-    (stale,) = runs.list_run_ids()
+    (stale,) = list_run_ids()
     assert "2024" in notes.read_text(encoding="utf-8")
     change = verify_sync(
         SPEC, options=VerifyOptions(against_diff="HEAD", backend=ChangeReviewer(), max_fixes=0)

@@ -25,7 +25,7 @@ from santa_method.core.errors import BackendError, InputError
 from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.store import list_run_ids, load_state, run_dir
 
 from .conftest import pass_reply
 from .scripted import child_command
@@ -104,8 +104,8 @@ def test_a_run_of_another_project_on_the_same_file_is_refused(
 def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, capsys, monkeypatch):
     proc = _start(project, target, "round-1")
     _kill(proc)
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).in_place is True
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).in_place is True
     row = _rows(capsys)[run_id]
     assert row["outcome"] == "interrupted"
     assert row["resume"] == f"santa run --resume {run_id}"
@@ -121,7 +121,7 @@ def test_a_killed_run_is_interrupted_and_resumes(stub_server, project, target, c
     code = main(["run", "--resume", run_id, "--json", "--quiet"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["verdict"] == "NICE" and out["run_id"] == run_id
-    assert runs.load_state(run_id).status == "shipped"
+    assert load_state(run_id).status == "shipped"
     assert _rows(capsys)[run_id]["outcome"] == "shipped"
     # Shipped: nothing is left to resume.
     assert main(["run", "--resume", run_id, "--quiet"]) == 1
@@ -132,9 +132,9 @@ def test_a_run_killed_after_its_fix_holds_an_unreviewed_fix(project, target, cap
     original = target.read_text(encoding="utf-8")
     proc = _start(project, target, "after-fix")
     _kill(proc)
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     assert target.read_text(encoding="utf-8") == FIXED
-    kept = runs.run_dir(run_id) / "round-1" / "fix.txt"
+    kept = run_dir(run_id) / "round-1" / "fix.txt"
     row = _rows(capsys)[run_id]
     assert row["outcome"] == "interrupted" and row["unreviewed_fix"] == str(kept)
     assert main(["runs"]) == 0
@@ -152,7 +152,7 @@ def test_a_run_killed_after_its_fix_holds_an_unreviewed_fix(project, target, cap
 def test_closing_a_stale_run_keeps_the_text_a_later_run_verified(project, target, capsys):
     proc = _start(project, target, "after-fix")
     _kill(proc)
-    (old,) = runs.list_run_ids()
+    (old,) = list_run_ids()
     assert target.read_text(encoding="utf-8") == FIXED  # no reviewer saw it yet
     # A new run on the file reviews that text and ships it.
     shipped = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
@@ -162,7 +162,7 @@ def test_closing_a_stale_run_keeps_the_text_a_later_run_verified(project, target
     assert main(["log", "escalate", "--run", old]) == 0
     capsys.readouterr()
     assert target.read_text(encoding="utf-8") == FIXED  # what the later run verified stays
-    report = json.loads((runs.run_dir(old) / "report.json").read_text(encoding="utf-8"))
+    report = json.loads((run_dir(old) / "report.json").read_text(encoding="utf-8"))
     assert report["unreviewed_fix"]["target_holds"] == "reviewed-since"
     assert "reviewed since by another run" in report["unreviewed_fix"]["sentence"]
 
@@ -170,7 +170,7 @@ def test_closing_a_stale_run_keeps_the_text_a_later_run_verified(project, target
 def test_a_live_run_cannot_be_resumed_or_closed_by_another_process(project, target, capsys):
     proc = _start(project, target, "round-1")
     try:
-        (run_id,) = runs.list_run_ids()
+        (run_id,) = list_run_ids()
         assert main(["run", "--resume", run_id, "--quiet"]) == 2
         err = capsys.readouterr().err
         assert f"run {run_id} is being driven by another process (process {proc.pid})" in err
@@ -191,7 +191,7 @@ def test_resume_takes_the_run_settings_only(project, capsys):
 def test_a_step_by_step_run_is_not_resumed_by_santa_run(project, target, capsys):
     assert main(["round", "start", "--against", str(target), "--spec-text", SPEC]) == 0
     capsys.readouterr()
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     assert _rows(capsys)[run_id]["outcome"] == "open"  # no owning process: open as today
     assert main(["run", "--resume", run_id, "--quiet"]) == 2
     assert "is driven step by step" in capsys.readouterr().err
@@ -283,8 +283,8 @@ def test_a_run_escalated_by_the_api_in_round_2_hands_out_no_instruction(project,
     broken = BackendError("the API refused the request", transient=False)
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(fail_after_fix=broken)))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"
     capsys.readouterr()
     assert main(["runs", "show", run_id]) == 0
     shown = capsys.readouterr().out

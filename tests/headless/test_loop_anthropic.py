@@ -19,7 +19,7 @@ from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.anthropic import AnthropicBackend
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.store import list_run_ids, load_state
 
 from .conftest import failing, pass_reply, passing
 
@@ -46,7 +46,7 @@ def test_nice_at_round_1(stub_server, project, target):
     assert result.cost_usd == pytest.approx(2 * (100 * 2 + 20 * 10) / 1e6)
     assert "all reviewers use the same model" in " ".join(result.warnings)
     assert records(project, result.run_id, "ship")
-    assert runs.load_state(result.run_id).status == "shipped"
+    assert load_state(result.run_id).status == "shipped"
 
 
 def test_fix_then_nice_edits_a_working_copy(stub_server, project, target):
@@ -108,7 +108,7 @@ def test_escalation_at_the_cap(stub_server, project, target):
     assert result.report and Path(result.report).is_file()
     assert any("fixes exhausted" in r for r in result.reasons)
     assert result.issues and result.issues[0]["criterion"] == "factual-accuracy"
-    assert runs.load_state(result.run_id).status == "escalated"
+    assert load_state(result.run_id).status == "escalated"
 
 
 def test_budget_stops_before_a_round_it_cannot_afford(stub_server, project, target):
@@ -252,8 +252,8 @@ def test_overloaded_after_retries_is_a_backend_error(stub_server, project, targe
     server = stub_server({REVIEWER: lambda body: Error(529, retry_after=0.01)})
     with pytest.raises(BackendError, match="overloaded"):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend(server, max_retries=1)))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"  # never shipped
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"  # never shipped
 
 
 def test_401_fails_fast_with_exit_3(stub_server, project, target, monkeypatch, capsys):

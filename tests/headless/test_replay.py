@@ -30,7 +30,7 @@ from santa_method.headless.backends.base import (
     Tokens,
 )
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.store import load_state
 
 from .conftest import failing, passing
 from .scripted import CRITERIA
@@ -192,7 +192,7 @@ def test_a_recorded_loop_replays_offline_to_the_same_end(recorded, project, targ
     ]
     assert records[0]["event"] == "run" and records[0]["replayed"] == str(folder)
     assert {r.get("backend") for r in records if r["event"] in ("fix", "ship")} == {"replay"}
-    assert runs.load_state(run_id).replayed == str(folder)
+    assert load_state(run_id).replayed == str(folder)
     assert main(["report", run_id, "--format", "markdown"]) == 0
     assert f"replayed: from the recording `{folder}`" in capsys.readouterr().out
     assert main(["report", run_id, "--format", "json"]) == 0
@@ -210,7 +210,7 @@ def test_the_replayed_reply_carries_this_round_s_canary(recorded, project, capsy
     assert len(recorded_canaries) == 2  # one per round
     code, replay, err = run_cli(capsys, "--backend", f"replay:{folder}", "--models", "sonnet,haiku")
     assert code == 0, err
-    state = runs.load_state(replay["run_id"])
+    state = load_state(replay["run_id"])
     now = {r.canary for r in state.rounds}
     assert now.isdisjoint(recorded_canaries)
     for r in state.rounds:
@@ -232,7 +232,7 @@ def test_a_request_the_recording_has_no_reply_for_is_refused(recorded, project, 
         for r in runlog.read(project / ".santa" / "log.jsonl").records
         if r["event"] == "escalate" and "no reply for" in str(r.get("reason"))
     ]
-    assert runs.load_state(row["run_id"]).status == "escalated"
+    assert load_state(row["run_id"]).status == "escalated"
     # Other models were not recorded either.
     code, _, err = run_cli(capsys, "--backend", f"replay:{folder}")
     assert code == 2 and "no reply for" in err
@@ -247,7 +247,10 @@ def test_replay_refuses_a_folder_that_holds_no_recording(project, target, capsys
     assert not (project / ".santa" / "runs").exists()  # refused before any run opened
     assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "replay:"]) == 2
     assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "bogus"]) == 2
-    assert "--backend must be anthropic, claude, openai or replay:DIR, not 'bogus'" in capsys.readouterr().err
+    assert (
+        "--backend must be anthropic, claude, openai or replay:DIR, not 'bogus'"
+        in capsys.readouterr().err
+    )
 
 
 def test_recording_something_that_looks_like_a_secret_warns_once(

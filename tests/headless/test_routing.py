@@ -25,7 +25,7 @@ from santa_method.headless.backends.anthropic import AnthropicBackend
 from santa_method.headless.backends.openai import OpenAIBackend
 from santa_method.headless.batch import BatchOptions, verify_batch_sync
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.store import load_state
 
 from . import openai_stub as oa
 from .conftest import failing, passing
@@ -85,7 +85,7 @@ def test_a_claude_and_an_openai_reviewer_are_both_called_and_gated(
     ]
     # Both slots' costs count, each at its own list price.
     assert result["cost_usd"] == pytest.approx((100 * 3 + 20 * 15 + 100 * 1.25 + 20 * 10) / 1e6)
-    state = runs.load_state(result["run_id"])
+    state = load_state(result["run_id"])
     assert state.models == ["anthropic:claude-sonnet-4-5", "openai:gpt-5.1"]
     assert state.reviewers == 2
     assert not any("same model" in w for w in result["warnings"])

@@ -16,9 +16,11 @@ import pytest
 
 from e2e.stub_server import REVIEWER, Json
 from santa_method.cli import main
-from santa_method.state import runs
 from santa_method.state.model.run import Target
 from santa_method.state.report import build, to_markdown
+from santa_method.state.rounds import describe
+from santa_method.state.store import load_state, run_dir
+from santa_method.state.target import target_name
 
 from .conftest import failing, pass_reply
 
@@ -75,9 +77,9 @@ def test_runs_target_finds_the_run_of_the_named_file(
     events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
     (start,) = [e for e in events if e["event"] == "run"]
     assert start["target"] == str(doc) and start["working_copy"] == str(working)
-    state = runs.load_state(result["run_id"])
+    state = load_state(result["run_id"])
     assert state.target == Target(kind="file", path=str(working), original=str(doc))
-    assert runs.describe(result["run_id"])["target"] == str(doc)
+    assert describe(result["run_id"])["target"] == str(doc)
 
 
 def test_ci_reports_and_the_viewer_show_the_named_file(
@@ -130,7 +132,7 @@ def test_in_place_runs_have_no_copy(
     events = cli(capsys, "runs", "show", result["run_id"], "--json")[1]
     start = next(e for e in events if e["event"] == "run")
     assert "working_copy" not in start
-    assert runs.load_state(result["run_id"]).target == Target(kind="file", path=str(doc))
+    assert load_state(result["run_id"]).target == Target(kind="file", path=str(doc))
 
 
 def test_an_old_run_folder_still_reads(
@@ -142,11 +144,11 @@ def test_an_old_run_folder_still_reads(
         capsys, "run", "--against", "docs/x.md", "--spec-text", SPEC, "--max-fixes", "0", "--json"
     )
     assert code == 1
-    folder = runs.run_dir(result["run_id"])
+    folder = run_dir(result["run_id"])
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
     del state["target"]["original"]
     (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
-    assert runs.target_name(runs.load_state(result["run_id"]).target) == result["output_path"]
+    assert target_name(load_state(result["run_id"]).target) == result["output_path"]
     report = build(result["run_id"])
     assert report["target"] == result["output_path"] and report["working_copy"] is None
     assert cli(capsys, "report", result["run_id"])[0] == 0

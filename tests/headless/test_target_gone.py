@@ -19,7 +19,7 @@ from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, FixRequest
 from santa_method.state import log as runlog
-from santa_method.state import runs
+from santa_method.state.store import load_state, run_dir
 
 from .conftest import failing, passing
 from .scripted import Scripted
@@ -78,8 +78,8 @@ def test_santa_run_names_a_target_taken_away_during_the_fix(
     run_id = escalation["run_id"]
     assert line.startswith(f"santa: run {run_id} is escalated: {target} {WHAT[how]}")
     assert escalation["reason"].startswith(f"{target} {WHAT[how]} while round 1")
-    assert runs.load_state(run_id).status == "escalated"
-    kept = runs.run_dir(run_id) / "round-1" / "fix.txt"
+    assert load_state(run_id).status == "escalated"
+    kept = run_dir(run_id) / "round-1" / "fix.txt"
     assert kept.read_text(encoding="utf-8") == fixed
     # The person's folder is left as it is.
     assert (target / "notes.md").exists() if how == "folder" else not target.exists()

@@ -25,8 +25,8 @@ from santa_method.headless import verify_sync
 from santa_method.headless.api import VerifyOptions
 from santa_method.headless.backends.base import FixReply, FixRequest
 from santa_method.state import log as runlog
-from santa_method.state import runs
 from santa_method.state.open_runs import open_run_ids
+from santa_method.state.store import list_run_ids, load_state, run_dir
 
 from .scripted import Scripted
 from .test_ci_formats import CODE_QUALITY_SCHEMA, sarif_of
@@ -45,8 +45,8 @@ def _interrupted(target: Path) -> str:
     """An open headless run no process drives (a resumable run whose backend failed)."""
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=StopsAtTheFix(), resumable=True))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "open"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "open"
     return run_id
 
 
@@ -99,7 +99,7 @@ def test_a_run_whose_state_cannot_be_read_is_listed_closed_and_reported(
 ) -> None:
     damage, words, still_json = DAMAGE[how]
     run_id = _interrupted(target)
-    state_file = runs.run_dir(run_id) / "state.json"
+    state_file = run_dir(run_id) / "state.json"
     damage(state_file)
     capsys.readouterr()
 
@@ -131,10 +131,10 @@ def test_a_run_whose_state_cannot_be_read_is_listed_closed_and_reported(
     assert words in escalation["state_unreadable"] and escalation["iteration"] == 1
     assert _rows(capsys)[run_id]["outcome"] == "escalated"
     # Nothing counts it open any more (the guard reads the bare status).
-    assert run_id not in open_run_ids(str(runs.run_dir(run_id).parent))
+    assert run_id not in open_run_ids(str(run_dir(run_id).parent))
     if still_json:
         assert json.loads(state_file.read_text(encoding="utf-8"))["status"] == "escalated"
-    markdown = (runs.run_dir(run_id) / "report.md").read_text(encoding="utf-8")
+    markdown = (run_dir(run_id) / "report.md").read_text(encoding="utf-8")
     assert "## The run's state cannot be read" in markdown and "state lost" in markdown
     assert "old year" in markdown  # the last gate's flag, read from the log
     # Closed once: a second escalation is refused.
@@ -166,7 +166,7 @@ def test_a_shipped_run_whose_state_cannot_be_read_is_not_escalated(
 ) -> None:
     result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted()))
     assert result.verdict == "NICE"
-    _counts(-1)(runs.run_dir(result.run_id) / "state.json")
+    _counts(-1)(run_dir(result.run_id) / "state.json")
     assert main(["log", "escalate", "--run", result.run_id]) == 1
     assert "is shipped; it cannot escalate now" in capsys.readouterr().err
     assert main(["report", result.run_id, "--format", "json"]) == 0
@@ -181,13 +181,13 @@ def test_a_run_whose_state_breaks_midway_is_escalated_by_its_own_loop(
 
     class Damages(Scripted):
         async def fix(self, request: FixRequest) -> FixReply:
-            (run_id,) = runs.list_run_ids()
-            _cut(runs.run_dir(run_id) / "state.json")
+            (run_id,) = list_run_ids()
+            _cut(run_dir(run_id) / "state.json")
             raise BackendError("overloaded", transient=True)
 
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=Damages()))
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     records = runlog.read(project / ".santa" / "log.jsonl").records
     (escalation,) = [r for r in records if r["event"] == "escalate"]
     assert escalation["run_id"] == run_id

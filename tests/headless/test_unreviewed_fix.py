@@ -19,7 +19,7 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
-from santa_method.state import runs
+from santa_method.state.store import list_run_ids, load_state, run_dir
 
 from .scripted import Scripted
 
@@ -28,7 +28,7 @@ FIXED = "# Tool\n\nReleased in 2024.\n\n## License\nMIT\n"
 
 
 def _report(run_id: str) -> dict:
-    return json.loads((runs.run_dir(run_id) / "report.json").read_text(encoding="utf-8"))
+    return json.loads((run_dir(run_id) / "report.json").read_text(encoding="utf-8"))
 
 
 def test_a_pre_check_that_fails_after_the_fix_puts_the_file_back(project, target):
@@ -42,7 +42,7 @@ def test_a_pre_check_that_fails_after_the_fix_puts_the_file_back(project, target
     )
     assert result.verdict == "ESCALATED"
     assert target.read_text(encoding="utf-8") == original
-    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(result.run_id) / "round-1" / "fix.txt"
     assert kept.read_text(encoding="utf-8") == FIXED
     found = _report(result.run_id)["unreviewed_fix"]
     assert found["path"] == str(kept) and found["round"] == 1
@@ -58,8 +58,8 @@ def test_a_backend_that_fails_on_the_fixed_text_puts_the_file_back(project, targ
     backend = Scripted(BackendError("overloaded", transient=True))
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"
     assert target.read_text(encoding="utf-8") == original
     assert _report(run_id)["unreviewed_fix"]["target_holds"] == "reviewed"
 
@@ -73,8 +73,8 @@ def test_a_resumable_run_keeps_its_fix_in_place_until_it_is_closed(project, targ
         verify_sync(
             SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
         )
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "open"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "open"
     assert target.read_text(encoding="utf-8") == FIXED  # resumable: its review is owed
     assert main(["log", "escalate", "--run", run_id]) == 0
     assert target.read_text(encoding="utf-8") == original
@@ -89,7 +89,7 @@ def test_a_file_changed_by_someone_else_is_left_alone(project, target):
         verify_sync(
             SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
         )
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     target.write_text("a person's own edit\n", encoding="utf-8")
     assert restore_reviewed(run_id) is None
     assert target.read_text(encoding="utf-8") == "a person's own edit\n"
@@ -120,7 +120,7 @@ def test_a_crlf_file_is_verified_fixed_and_put_back_byte_for_byte(project, targe
     )
     assert result.verdict == "ESCALATED"
     assert target.read_bytes() == crlf
-    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(result.run_id) / "round-1" / "fix.txt"
     assert kept.read_bytes() == FIXED.replace("\n", "\r\n").encode("utf-8")
 
 
@@ -128,7 +128,7 @@ def test_a_crlf_spec_is_reviewed_and_fixed_as_written(project, target):
     spec = "The README names the current year.\r\nIt says MIT.\r\n"
     result = verify_sync(spec, target, options=VerifyOptions(backend=Scripted(), in_place=True))
     assert result.verdict == "NICE", result.reasons
-    assert (runs.run_dir(result.run_id) / "spec.md").read_bytes() == spec.encode("utf-8")
+    assert (run_dir(result.run_id) / "spec.md").read_bytes() == spec.encode("utf-8")
     assert target.read_text(encoding="utf-8") == FIXED
 
 
@@ -151,7 +151,7 @@ def test_a_fix_no_valid_reply_judged_is_put_back(project, target):
     assert target.read_text(encoding="utf-8") == original
     found = _report(result.run_id)["unreviewed_fix"]
     assert found["round"] == 1 and found["target_holds"] == "reviewed"
-    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(result.run_id) / "round-1" / "fix.txt"
     assert kept.read_text(encoding="utf-8") == FIXED
 
 
@@ -162,7 +162,7 @@ def _interrupted_after_fix(target: Path) -> str:
         verify_sync(
             SPEC, target, options=VerifyOptions(backend=backend, in_place=True, resumable=True)
         )
-    (run_id,) = runs.list_run_ids()
+    (run_id,) = list_run_ids()
     assert target.read_text(encoding="utf-8") == FIXED
     return run_id
 
@@ -201,7 +201,7 @@ def test_a_fix_is_never_written_over_an_edit_made_during_the_round(project, targ
     assert result.verdict == "ESCALATED"
     assert target.read_text(encoding="utf-8") == "a person's own edit\n"
     assert any("was changed while round 1" in r for r in result.reasons), result.reasons
-    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(result.run_id) / "round-1" / "fix.txt"
     assert kept.read_text(encoding="utf-8") == FIXED  # the fix is not lost either
     found = _report(result.run_id)["unreviewed_fix"]
     assert found["path"] == str(kept) and found["target_holds"] == "other"
@@ -228,12 +228,12 @@ def test_a_backend_editing_in_place_edits_a_copy_kept_before_the_file(project, t
     backend = EditsInPlaceThenFails(target)
     with pytest.raises(BackendError):
         verify_sync(SPEC, target, options=VerifyOptions(backend=backend, in_place=True))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "escalated"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "escalated"
     # The user's file was never the one edited: it holds what round 1 reviewed.
     assert target.read_text(encoding="utf-8") == original
     (given,) = backend.given
-    assert Path(given).resolve().is_relative_to(runs.run_dir(run_id).resolve())
+    assert Path(given).resolve().is_relative_to(run_dir(run_id).resolve())
 
 
 class EditsInPlace(Scripted):
@@ -305,7 +305,7 @@ def _killed_after_fix_written(target: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """A run whose process dies once its fix is in the file, before `log fix`."""
     from santa_method.headless import loop
 
-    real = loop.runs.log_event
+    real = loop.log_event
 
     def log_event(run_id, event, **kw):
         if event == "fix":
@@ -313,12 +313,12 @@ def _killed_after_fix_written(target: Path, monkeypatch: pytest.MonkeyPatch) -> 
         return real(run_id, event, **kw)
 
     with monkeypatch.context() as m:
-        m.setattr(loop.runs, "log_event", log_event)
+        m.setattr(loop, "log_event", log_event)
         m.setattr(loop, "_escalate_quietly", lambda *a, **k: None)  # a dead process does nothing
         with pytest.raises(Killed):
             verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), in_place=True))
-    (run_id,) = runs.list_run_ids()
-    assert runs.load_state(run_id).status == "open"
+    (run_id,) = list_run_ids()
+    assert load_state(run_id).status == "open"
     assert target.read_text(encoding="utf-8") == FIXED
     return run_id
 
@@ -353,7 +353,7 @@ def test_a_fixer_editing_the_users_file_itself_has_its_fix_reviewed(project, tar
     )
     assert result.verdict == "NICE", result.reasons
     assert target.read_text(encoding="utf-8") == FIXED
-    kept = runs.run_dir(result.run_id) / "round-1" / "fix.txt"
+    kept = run_dir(result.run_id) / "round-1" / "fix.txt"
     assert kept.read_text(encoding="utf-8") == FIXED
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from santa_method.core.errors import InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.types import Rubric
-from santa_method.state import batches, runs
+from santa_method.state import batches
 from santa_method.state import log as runlog
 from santa_method.state.atomic import replace_text
 from santa_method.state.batches import BatchItem, Book, ItemStore
@@ -36,6 +36,7 @@ from santa_method.state.model.batch import (
 )
 from santa_method.state.model.run import RunState
 from santa_method.state.paths import ensure_santa_dir
+from santa_method.state.store import list_run_ids, load_state, sha256
 
 
 def _store(state: BatchState) -> ItemStore:
@@ -92,7 +93,7 @@ def plan(
 
 def _content_sha(path: str) -> str | None:
     try:
-        return runs.sha256(read_exact(path))
+        return sha256(read_exact(path))
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -245,7 +246,7 @@ def _check_run(state: BatchState, item: str, run_id: str) -> RunState:
     batch knows it, and a shipped run's output is what the file holds now),
     for this batch's spec, finished, and new. Inside Claude Code its reviews
     must have come through the reviewer hook."""
-    run = runs.load_state(run_id)
+    run = load_state(run_id)
     if run.status == "open":
         raise InputError(
             f"run {run_id} is still open; finish it (ship or escalate) before recording it"
@@ -293,9 +294,9 @@ def _first_run(state: BatchState, item: str, rubric_hash: str, since: str) -> st
     entry = state.item(item)
     path = Path(_path_of(state, item)).resolve()
     found = []
-    for run_id in runs.list_run_ids():
+    for run_id in list_run_ids():
         try:
-            run = runs.load_state(run_id)
+            run = load_state(run_id)
             target = run.target
             if (
                 target.kind == "file"
@@ -439,7 +440,7 @@ def screen_rubric_allowed(rubric_arg: str | None, against: str | None, spec: str
         return False
     if criterion not in (wave.screening or []) or wave.screened:
         return False
-    if runs.sha256(spec) != state.spec_sha256:
+    if sha256(spec) != state.spec_sha256:
         return False
     step = next_step(state)
     waiting = {Path(i["against"]).resolve() for i in step.get("items", [])}

@@ -71,7 +71,8 @@ def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
 
 
 def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
-    from santa_method.state import runs
+    from santa_method.state.fixes import fixer_open
+    from santa_method.state.slots import find_round, reserve_reviewer
 
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, Mapping):
@@ -91,11 +92,11 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
             f"from the agent definition. Call the Agent tool again without {', '.join(chosen)}."
         )
     if kind in REVIEWER_TYPES:
-        found = runs.find_round(prompt)
+        found = find_round(prompt)
         if found is None:
             return deny(reviewer_prompt_refusal())
         tool_use_id = payload.get("tool_use_id")
-        refusal = runs.reserve_reviewer(
+        refusal = reserve_reviewer(
             *found, tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None
         )
         if refusal:
@@ -105,7 +106,7 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
             )
         return None
     if kind in FIXER_TYPES:
-        if not runs.fixer_open(prompt):
+        if not fixer_open(prompt):
             return deny(
                 "The santa fixer must get exactly the gate's `fixer_instruction` for the open fix, "
                 "and nothing else: no flags of your own, no extra context."
@@ -167,11 +168,14 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
         return None
     found: tuple[str, int] | None = None
     try:
-        from santa_method.state import runs, transcripts
+        from santa_method.state import transcripts
+        from santa_method.state.slots import (
+            round_of_reply,
+        )
 
         transcript = str(payload.get("agent_transcript_path") or "")
         prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
-        found = runs.round_of_reply(prompt) if prompt else None
+        found = round_of_reply(prompt) if prompt else None
         if found is None:
             # Not given the instruction of any run's round (the PreToolUse
             # guard refuses that); there is no round to count this reply in.
@@ -192,13 +196,14 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
     never the fixer stuck.
     """
     try:
-        from santa_method.state import runs, transcripts
+        from santa_method.state import transcripts
+        from santa_method.state.fixes import record_fixer_reply
 
         transcript = str(payload.get("agent_transcript_path") or "")
         prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
         reply = payload.get("last_assistant_message")
         if prompt and isinstance(reply, str):
-            runs.record_fixer_reply(prompt, reply)
+            record_fixer_reply(prompt, reply)
     except Exception:
         return None
     return None
@@ -208,13 +213,13 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     from santa_method.core import reask
     from santa_method.core.review import validate_reply
     from santa_method.core.types import replace
-    from santa_method.state import runs, transcripts
+    from santa_method.state import transcripts
     from santa_method.state.atomic import replace_text
-    from santa_method.state.store import judged_files
+    from santa_method.state.store import judged_files, load_state, run_dir
 
     run_id, round_number = found
-    state = runs.load_state(run_id)
-    folder = runs.run_dir(run_id)
+    state = load_state(run_id)
+    folder = run_dir(run_id)
     current = next(r for r in state.rounds if r.round == round_number)
     # Judging against edited run files would hand the reviewer wrong errors;
     # the gate refuses such a run for the same reason (one check for both).
@@ -287,10 +292,10 @@ def _kept(run_id: str, round_number: int, **reply: Any) -> Reply:
     """Store the reply; say out loud what became of one no slot could take,
     and why one could not be kept at all (never a silent drop)."""
     from santa_method.core.errors import RefusedError
-    from santa_method.state import runs
+    from santa_method.state.slots import keep_reply
 
     try:
-        stored = runs.keep_reply(run_id, round_number, **reply)
+        stored = keep_reply(run_id, round_number, **reply)
     except RefusedError as exc:
         return note(
             f"santa: the reply of agent {reply.get('agent_id')} was not counted for round "

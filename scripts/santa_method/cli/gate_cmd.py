@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 "output and canary when it opened"
             )
 
-        from santa_method.state.runs import StillReviewing
+        from santa_method.state.waiting import StillReviewing
 
         try:
             result = gate_run(

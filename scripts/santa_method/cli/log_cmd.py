@@ -69,7 +69,7 @@ def _no_constant(name: str) -> object:
 
 def run(args: argparse.Namespace) -> int:
     from santa_method.core.numbers import check_usage
-    from santa_method.state.runs import log_event
+    from santa_method.state.events import log_event
 
     data = {}
     if args.data:
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
 
 def needs_input_text(run_id: str, record: dict[str, Any]) -> str:
     """What the main agent shows the user when the fixer needs input."""
-    from santa_method.state.runs import run_dir
+    from santa_method.state.store import run_dir
 
     lines = [
         f"run {run_id} escalated (needs-input): the fixer needs facts the spec does not give, "

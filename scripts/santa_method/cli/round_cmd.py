@@ -101,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from santa_method.state import runs
+    from santa_method.state.rounds import next_round
 
     if args.run:
         given = [flag for flag, name in _NEW_RUN_ONLY if getattr(args, name) is not None]
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 f"{', '.join(given)} cannot change an existing run; drop them or omit --run"
             )
-        opened = runs.next_round(args.run)
+        opened = next_round(args.run)
         rubric = None
     else:
         rubric = _rubric_choice(args)
@@ -206,10 +206,11 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
 
 def _start(args: argparse.Namespace) -> Any:
     from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
-    from santa_method.state import runs
     from santa_method.state.config import load_config, resolve_log_path
     from santa_method.state.model.run import Target
     from santa_method.state.paths import project_root, project_rubrics_dir
+    from santa_method.state.rounds import start_run
+    from santa_method.state.target import check_rev
 
     if not (args.against or args.against_diff):
         raise InputError("say what to review: --against FILE or --against-diff REV")
@@ -244,11 +245,11 @@ def _start(args: argparse.Namespace) -> Any:
         path = Path(args.against).resolve()
         target = Target(kind="file", path=str(path))
     else:
-        runs.check_rev(args.against_diff, str(root))
+        check_rev(args.against_diff, str(root))
         target = Target(kind="diff", rev=args.against_diff, cwd=str(root))
     rubric = load_rubric(config.rubric, search_dirs=(project_rubrics_dir(),))
     source = args.source or ("hook" if inside_claude_code else "files")
-    return runs.start_run(
+    return start_run(
         target=target,
         spec=spec,
         rubric=rubric,
@@ -267,9 +268,10 @@ def _start(args: argparse.Namespace) -> Any:
 
 
 def status(args: argparse.Namespace) -> int:
-    from santa_method.state import runs
+    from santa_method.state.rounds import describe
+    from santa_method.state.waiting import wait_step
 
-    info = runs.describe(args.run)
+    info = describe(args.run)
     if args.json:
         print_json(info)
         return 0
@@ -283,7 +285,7 @@ def status(args: argparse.Namespace) -> int:
     for line in info["waiting_for"]:
         echo(line)
     if info["waiting_for"]:
-        echo(f"({runs.wait_step(args.run)})")
+        echo(f"({wait_step(args.run)})")
     if last:
         echo(f"last gate: round {last['round']}, {last['verdict']}, next {last['next']}")
     if info["stale_gate"]:

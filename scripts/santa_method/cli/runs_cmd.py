@@ -50,14 +50,15 @@ def _print_open_round(run_id: str, events: list[dict[str, Any]]) -> None:
     prompt is spawned again with exactly this text. A headless run whose
     process is gone has no reviewer waiting: what to do with it instead."""
     from santa_method.core.errors import SantaError
-    from santa_method.state import runs
     from santa_method.state.history import outcome
+    from santa_method.state.rounds import describe
     from santa_method.state.standing import annotate
-    from santa_method.state.store import StateUnreadable
+    from santa_method.state.store import StateUnreadable, load_state
+    from santa_method.state.target import target_name
 
     try:
-        info = runs.describe(run_id)
-        state = runs.load_state(run_id)
+        info = describe(run_id)
+        state = load_state(run_id)
     except StateUnreadable as exc:
         text = f"run {run_id}'s state cannot be read ({exc.reason})"
         if outcome(events) in ("open", "nice"):
@@ -70,7 +71,7 @@ def _print_open_round(run_id: str, events: list[dict[str, Any]]) -> None:
         "run_id": run_id,
         "outcome": state.status,
         "source": state.source,
-        "target": runs.target_name(state.target),
+        "target": target_name(state.target),
     }
     if (standing := annotate(row))["outcome"] == "interrupted":
         # No reviewer is waiting for an instruction: its process is gone.

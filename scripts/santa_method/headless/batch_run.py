@@ -39,9 +39,10 @@ from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import first_error, review_once
 from santa_method.headless.routing import Backends
-from santa_method.state import batches, runs
+from santa_method.state import batches
 from santa_method.state.atomic import replace_text
 from santa_method.state.model.batch import ScreenFix, ScreenRecord, Wave
+from santa_method.state.store import load_state
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ class BatchRun:
     def _item_job(self, wave: Wave, item: str) -> Callable[[], Any]:
         async def job() -> None:
             ended = wave.running.get(item)
-            status = runs.load_state(ended).status if ended else None
+            status = load_state(ended).status if ended else None
             if ended and status != "open":
                 # Paid for already (before an interruption): count it, whatever the budget.
                 paid = self._record(
@@ -336,7 +337,7 @@ class BatchRun:
         """
         outcome = batches.outcome_of_run(item, run_id)
         self.spend(tokens, outcome.cost_usd)
-        path = runs.load_state(run_id).target.path
+        path = load_state(run_id).target.path
         assert path is not None  # an item's run reviews a file (its text, copied)
         output = read_exact(path)
         if shipped and output != text:

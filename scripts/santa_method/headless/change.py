@@ -34,9 +34,10 @@ from santa_method.core.locate import changed_paths, parse_diff, places_of
 from santa_method.core.types import MergedIssue
 from santa_method.headless.backends.base import Backend, FixReply, FixRequest, Tokens
 from santa_method.headless.backends.checked import ask_fix
-from santa_method.state import runs
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.model.run import Target
+from santa_method.state.store import last_flags, run_dir
+from santa_method.state.target import check_rev, read_target
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
     fixer_answer,
@@ -62,7 +63,7 @@ class Change:
         return Target(kind="diff", rev=self.rev, cwd=str(self.root))
 
     def read_text(self, encoding: str = "utf-8") -> str:
-        return runs.read_target(self.target)
+        return read_target(self.target)
 
     def __str__(self) -> str:
         return str(self.root)
@@ -71,7 +72,7 @@ class Change:
 def open_change(rev: str, root: Path, *, in_place: bool, max_fixes: int) -> Change:
     """The change to review, refused before anything is spent when the
     revision is not a commit or fixes would edit the checkout unasked."""
-    runs.check_rev(rev, str(root))
+    check_rev(rev, str(root))
     if max_fixes > 0 and not in_place:
         raise InputError(
             "fixing a change edits the checkout: add --in-place (in_place=True) to allow it, "
@@ -114,7 +115,7 @@ async def fix_change(
 
     `fix_alone(file)` takes the file's lock for the rest of the run (it
     raises when another run holds it)."""
-    spec = read_exact(runs.run_dir(run_id) / "spec.md")
+    spec = read_exact(run_dir(run_id) / "spec.md")
     deleted = {f.path for f in parse_diff(diff) if f.deleted}
     notes: list[str] = []
     tokens = Tokens()
@@ -122,10 +123,10 @@ async def fix_change(
     used_model: str | None = None
     todo = {
         path: flags
-        for path, flags in flags_by_file(runs.last_flags(run_id), diff).items()
+        for path, flags in flags_by_file(last_flags(run_id), diff).items()
         if path not in deleted
     }
-    for path in flags_by_file(runs.last_flags(run_id), diff):
+    for path in flags_by_file(last_flags(run_id), diff):
         if path in deleted:
             notes.append(f"{path}: not sent to the fixer (the change deletes the file)")
     for path in todo:

@@ -1,8 +1,8 @@
 """The headless loop: the run state of part 2, driven by a model backend.
 
-Why it delegates every decision: the run state machine (`state/runs.py`
-gathers it) owns the rounds, the gate, the caps and escalation, exactly as
-inside Claude Code, so a headless run can neither skip a step nor ship
+Why it delegates every decision: the run state machine (`state/`, the
+transitions ARCHITECTURE.md draws) owns the rounds, the gate, the caps and
+escalation, exactly as inside Claude Code, so a headless run can neither skip a step nor ship
 without a NICE gate. This module only does what a person or the
 orchestrating model does there: spawn reviewers (`reviewing.py`: each a
 fresh conversation, concurrently, re-asked on an invalid reply), store
@@ -41,10 +41,16 @@ from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
 from santa_method.headless.reviewing import LoopRun
 from santa_method.headless.routing import Backends
-from santa_method.state import locks, runs, sources
+from santa_method.state import locks, sources
 from santa_method.state.atomic import replace_bytes, replace_text
+from santa_method.state.events import log_event
 from santa_method.state.formats.model import with_places
+from santa_method.state.gating import gate_run
 from santa_method.state.model.run import Target
+from santa_method.state.rounds import next_round, reopen, start_run
+from santa_method.state.slots import store_reply
+from santa_method.state.store import load_state, new_run_id, run_dir
+from santa_method.state.target import target_name
 from santa_method.state.unreviewed import (
     ChangedMeanwhile,
     fixer_answer,
@@ -241,7 +247,7 @@ async def _verify_with(
         if resume_run:
             # The run's own process is gone (its lock is free) before anyone resumes it.
             held.enter_context(locks.owning(resume_run))
-            working = Path(str(runs.load_state(resume_run).target.path))
+            working = Path(str(load_state(resume_run).target.path))
             fix_alone(working)
             try:
                 opened = await _resume_point(run, resume_run, working)
@@ -282,9 +288,9 @@ async def _verify_with(
             target = Target(kind="file", path=str(working), original=original)
         # Held from before the run exists until this process is done with it:
         # a run no living process holds was interrupted (`santa runs` says so).
-        new_id = runs.new_run_id()
+        new_id = new_run_id()
         held.enter_context(locks.owning(new_id))
-        opened = runs.start_run(
+        opened = start_run(
             target=target,
             spec=spec,
             rubric=resolved,
@@ -344,21 +350,21 @@ def _escalate_quietly(run_id: str, reason: str) -> None:
     """Escalate the run if it is open (a closed run refuses, and that is
     kept quiet): also a run whose state can no longer be read."""
     with contextlib.suppress(Exception):
-        runs.log_event(run_id, "escalate", data={"reason": reason[:500]})
+        log_event(run_id, "escalate", data={"reason": reason[:500]})
 
 
 async def _drive(
     run: LoopRun, opened: Any, working: Path | Change, budget_usd: float | None
 ) -> VerifyResult:
     run_id = opened.run_id
-    rubric_md = read_exact(runs.run_dir(run_id) / "rubric.md")
-    spec = read_exact(runs.run_dir(run_id) / "spec.md")
+    rubric_md = read_exact(run_dir(run_id) / "rubric.md")
+    spec = read_exact(run_dir(run_id) / "spec.md")
     last_round_cost = 0.0
     last_fix_cost = 0.0
     while True:
         # The prefix is the run's shared part; it changes only if a fix put
         # the run's fence marker into the output (runs.py then draws a new one).
-        prefix = assignments.reviewer_prefix(rubric_md, spec, runs.load_state(run_id).boundary)
+        prefix = assignments.reviewer_prefix(rubric_md, spec, load_state(run_id).boundary)
         assignment = read_exact(opened.assignment)
         if not assignment.startswith(prefix):
             raise RefusedError("the round's assignment does not start with the run's shared prefix")
@@ -376,7 +382,7 @@ async def _drive(
         )
         records = []
         for label, (text, result, record) in zip(opened.open_slots, results, strict=True):
-            runs.store_reply(
+            store_reply(
                 run_id,
                 opened.round,
                 reply=text,
@@ -393,7 +399,7 @@ async def _drive(
             run.spend(record.tokens, record.cost_usd, logged=True, by=record.backend)
             records.append(record)
         last_round_cost = (run.cost or 0.0) - cost_before
-        gate = runs.gate_run(run_id, checks=sources.LOOP)
+        gate = gate_run(run_id, checks=sources.LOOP)
         round_record = RoundRecord(
             round=opened.round,
             verdict=gate.verdict,
@@ -405,9 +411,7 @@ async def _drive(
         run.history.append(round_record)
         run.emit("gate", **round_record.to_json())
         if gate.next == "ship":
-            runs.log_event(
-                run_id, "ship", data={"backend": run.backend.name, **run.take_unlogged()}
-            )
+            log_event(run_id, "ship", data={"backend": run.backend.name, **run.take_unlogged()})
             run.emit("ship", run_id=run_id)
             return _result(run, run_id, "NICE", working, None, [])
         if gate.next == "escalate":
@@ -427,7 +431,7 @@ async def _drive(
             budget_usd=budget_usd,
         )
         if reason is not None:
-            runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
+            log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
             return _escalated(run, run_id, working, None, [reason])
         if gate.next == "fix":
             fix, stop = await _fix(
@@ -441,9 +445,9 @@ async def _drive(
             if stop is not None:
                 return _stopped(run, run_id, working, stop)
         try:
-            opened = runs.next_round(run_id)
+            opened = next_round(run_id)
         except RefusedError as exc:
-            runs.log_event(run_id, "escalate", data={"reason": str(exc), **run.take_unlogged()})
+            log_event(run_id, "escalate", data={"reason": str(exc), **run.take_unlogged()})
             return _escalated(run, run_id, working, None, [str(exc)])
 
 
@@ -479,7 +483,7 @@ async def _fix(
         spent = exc.spent if isinstance(exc.spent, FixReply) else FixReply(output=None)
         run.spend(spent.tokens, spent.cost_usd, logged=False, by=run.fixer.backend_name)
         reason = str(exc)
-        runs.log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
+        log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
         return spent, {"reason": reason}
     run.spend(fix.tokens, fix.cost_usd, logged=False, by=run.fixer.backend_name)
     data = {
@@ -491,11 +495,11 @@ async def _fix(
     data.update(run.take_unlogged())
     run.emit("fix_done", round=round_number, notes=fix.notes, model=data["model"])
     try:
-        written = runs.log_event(run_id, "fix", data=data)
+        written = log_event(run_id, "fix", data=data)
     except RefusedError as exc:
         # A fix that changed nothing: not worth a review round of the same text.
         reason = str(exc)
-        runs.log_event(run_id, "escalate", data={"reason": reason, "notes": fix.notes[:4000]})
+        log_event(run_id, "escalate", data={"reason": reason, "notes": fix.notes[:4000]})
         return fix, {"reason": reason}
     if written.get("event") == "escalate":  # the fixer needs input: no fix, no review
         return fix, written
@@ -508,7 +512,7 @@ async def _fix_file(
     """The fixer on a file: it edits a copy in the run folder (or answers
     the text), the fix is kept there, and only then replaces the file, if
     the file still holds what the round reviewed."""
-    reviewed = (runs.run_dir(run_id) / f"round-{round_number}" / "output.txt").read_bytes()
+    reviewed = (run_dir(run_id) / f"round-{round_number}" / "output.txt").read_bytes()
     copy = fixer_copy(run_id, round_number, working.name, output)
     fix: FixReply = await run.call(
         "the fixer",
@@ -561,15 +565,15 @@ class _Ended:
 async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> Any:
     """Where an interrupted run goes on: its open round, its pending fix, or
     the round its last gate asked for; None when there is nothing to resume."""
-    opened = runs.reopen(run_id)
+    opened = reopen(run_id)
     if opened is not None:
         return opened
-    state = runs.load_state(run_id)
+    state = load_state(run_id)
     last = state.last_gate
     if state.status != "open" or not last:
         return None
     if last.next == "ship":  # the gate said NICE; only the ship record is missing
-        runs.log_event(run_id, "ship", data={"backend": run.backend.name, "resumed": True})
+        log_event(run_id, "ship", data={"backend": run.backend.name, "resumed": True})
         return "shipped"
     if last.next not in ("fix", "rereview"):
         return None
@@ -581,9 +585,9 @@ async def _resume_point(run: LoopRun, run_id: str, working: Path | Change) -> An
         if stop is not None:
             return _Ended(str(stop.get("reason") or "the resumed run was refused"))
     try:
-        return runs.next_round(run_id)
+        return next_round(run_id)
     except RefusedError as exc:
-        runs.log_event(run_id, "escalate", data={"reason": str(exc)})
+        log_event(run_id, "escalate", data={"reason": str(exc)})
         return _Ended(str(exc))
 
 
@@ -595,7 +599,7 @@ def _escalated(
 
         report = str(write_report(run_id))
     run.emit("escalate", run_id=run_id, reasons=reasons, report=report)
-    found = unreviewed_fix(runs.load_state(run_id))
+    found = unreviewed_fix(load_state(run_id))
     if found is not None:
         run.warnings.append(describe_fix(found))
     return _result(run, run_id, "ESCALATED", working, report, reasons)
@@ -638,7 +642,7 @@ def _result(
         backend=run.backend.name,
         warnings=list(dict.fromkeys(run.warnings)),
         reasons=reasons,
-        target=runs.target_name(runs.load_state(run_id).target),
+        target=target_name(load_state(run_id).target),
         replayed=run.replayed,
     )
 

@@ -24,30 +24,34 @@ from santa_method.headless.backends.base import Backend
 from santa_method.headless.loop import verify
 from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import VerifyResult
-from santa_method.state import locks, runs
+from santa_method.state import locks
 from santa_method.state import log as runlog
+from santa_method.state.log import logged_cost
 from santa_method.state.model.run import RunState
 from santa_method.state.paths import santa_dir
+from santa_method.state.rounds import describe
+from santa_method.state.store import load_state, run_dir, runs_dir
+from santa_method.state.target import target_name
 
 
 def _resumable(run_id: str) -> RunState:
     """The run's state, or the sentence that says why it cannot be resumed."""
     try:
-        known = (runs.run_dir(run_id) / "state.json").exists()
+        known = (run_dir(run_id) / "state.json").exists()
     except InputError:  # not a run id
         known = False
     if not known:
         raise InputError(
-            f"run {run_id} has no state to resume from (no folder under {runs.runs_dir()}); "
+            f"run {run_id} has no state to resume from (no folder under {runs_dir()}); "
             f"close it with 'santa log escalate --run {run_id}'"
         )
     # A state this version cannot read is refused naming its key.
-    state = runs.load_state(run_id)
+    state = load_state(run_id)
     if state.status != "open":
         raise RefusedError(f"run {run_id} is {state.status}; only an open run resumes")
     if state.target.kind == "diff":
         raise InputError(
-            f"run {run_id} reviewed a change ({runs.target_name(state.target)}), which is "
+            f"run {run_id} reviewed a change ({target_name(state.target)}), which is "
             "recomputed from the checkout: review it again with 'santa run --against-diff "
             f"{state.target.rev}' instead of resuming"
         )
@@ -55,7 +59,7 @@ def _resumable(run_id: str) -> RunState:
     if driver is not None:
         raise InputError(f"run {run_id} is being driven by another process ({driver}) right now")
     if state.source != "api":
-        step = runs.describe(run_id)["next_step"]
+        step = describe(run_id)["next_step"]
         raise InputError(
             f"run {run_id} is driven step by step (source {state.source}), not by santa run"
             + (f"; its next step is '{step}'" if step else "")
@@ -67,7 +71,7 @@ def _budget_left(state: RunState) -> float | None:
     allowed = state.budget_usd
     if allowed is None:
         return None
-    spent = runs.logged_cost(runlog.read(state.log).records, state.id) or 0.0
+    spent = logged_cost(runlog.read(state.log).records, state.id) or 0.0
     if budget.spent(spent, allowed) is not None:
         raise RefusedError(
             f"run {state.id} has spent ${spent:.4f} of its ${allowed:.2f} budget; close it "
@@ -94,7 +98,7 @@ async def resume(
     from santa_method.core.rubric import rubric_from_json
 
     state = _resumable(run_id)
-    folder = runs.run_dir(run_id)
+    folder = run_dir(run_id)
     rubric = rubric_from_json(json.loads((folder / "rubric.json").read_text(encoding="utf-8")))
     target = Path(str(state.target.path))
     in_place = state.in_place

@@ -41,6 +41,29 @@ def _tokens(value: Any) -> int | None:
     return None
 
 
+def _findings(
+    records: list[dict[str, Any]], rounds: list[dict[str, Any]], fixes: list[Any]
+) -> dict[str, Any]:
+    """What a report says of the rounds, whether the run's state was read or
+    only its log: the last verdict's open flags (an unverified quote apart,
+    as a suspected false alarm), the rounds, fixes, waivers and cost."""
+    last = next((r for r in reversed(rounds) if r["verdict"] is not None), None)
+    unresolved = last["flags"] if last and last["verdict"] == "NAUGHTY" else []
+    return {
+        "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
+        "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
+        "rounds": rounds,
+        "fixes": fixes,
+        "waived": [
+            {k: v for k, v in rec.items() if k not in _META}
+            for rec in records
+            if rec.get("event") == "waive"
+        ],
+        "cost": _cost(records),
+        "unreviewed_fix": None,
+    }
+
+
 def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
     tokens: int | None = None
     spent: dict[str, float | None] = {"verification": None, "generation": None}
@@ -99,8 +122,6 @@ def build(run_id: str) -> dict[str, Any]:
                 else {k: v for k, v in fix.items() if k not in ("iteration",)},
             }
         )
-    last = next((r for r in reversed(rounds) if r["verdict"] is not None), None)
-    unresolved = last["flags"] if last and last["verdict"] == "NAUGHTY" else []
     last_round = state.rounds[-1].round
     output_file = folder / f"round-{last_round}" / "output.txt"
     escalation = state.escalation
@@ -123,17 +144,7 @@ def build(run_id: str) -> dict[str, Any]:
         "questions": questions,
         "spec": read_exact(folder / "spec.md", "replace"),
         "output": read_exact(output_file, "replace") if output_file.exists() else "",
-        "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
-        "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
-        "rounds": rounds,
-        "fixes": fixes,
-        "waived": [
-            {k: v for k, v in rec.items() if k not in _META}
-            for rec in records
-            if rec.get("event") == "waive"
-        ],
-        "cost": _cost(records),
-        "unreviewed_fix": None,
+        **_findings(records, rounds, fixes),
     }
     found = unreviewed_fix(state) if state.status != "shipped" else None
     if found is not None:
@@ -175,10 +186,6 @@ def _unreadable(run_id: str, why: str) -> dict[str, Any]:
                 else {k: v for k, v in fix.items() if k != "iteration"},
             }
         )
-    last = rounds[-1] if rounds else None
-    unresolved: list[dict[str, Any]] = (
-        last["flags"] if last and last["verdict"] == "NAUGHTY" else []
-    )
     latest = unreadable.last_round(run_id)
     output_file = folder / f"round-{latest}" / "output.txt"
     spec_file = folder / "spec.md"
@@ -202,17 +209,7 @@ def _unreadable(run_id: str, why: str) -> dict[str, Any]:
         "questions": [],
         "spec": read_exact(spec_file, "replace") if spec_file.is_file() else "",
         "output": read_exact(output_file, "replace") if output_file.is_file() else "",
-        "unresolved": [f for f in unresolved if f.get("evidence") != "unverified"],
-        "suspected_false_positives": [f for f in unresolved if f.get("evidence") == "unverified"],
-        "rounds": rounds,
-        "fixes": fixes,
-        "waived": [
-            {k: v for k, v in rec.items() if k not in _META}
-            for rec in records
-            if rec.get("event") == "waive"
-        ],
-        "cost": _cost(records),
-        "unreviewed_fix": None,
+        **_findings(records, rounds, fixes),
         "state_unreadable": why,
     }
     return redact(report)

@@ -39,7 +39,7 @@ from santa_method.state.metrics import (
 from santa_method.state.model.batch import BatchState
 from santa_method.state.model.reading import StateError
 from santa_method.state.model.run import RunState, Slot
-from santa_method.state.runs import is_run_id
+from santa_method.state.store import is_run_id
 
 #: Characters of run-folder text (outputs, specs, reviewers' details) read per page.
 TEXT_BUDGET = 1_000_000
