@@ -290,3 +290,26 @@ def test_with_a_budget_an_unpriced_model_stops_the_run_before_it_spends_unless_t
     result = json.loads(out)
     # The local model costs nothing; sonnet's list price is the whole cost.
     assert result["cost_usd"] == pytest.approx((100 * 2 + 20 * 10) / 1e6)
+
+
+def test_a_mixed_run_is_recorded_from_both_backends_and_replayed_without_either(
+    stub_server, openai_stub, project: Path, clean: Path, monkeypatch, capsys
+) -> None:
+    claude = stub_server({REVIEWER: lambda body: AnthropicJson(passing(body))})
+    other = openai_stub({oa.REVIEWER: lambda body: oa.Json(passing(body))})
+    endpoints(monkeypatch, claude, other)
+    folder = project / "replies"
+    code = main(run("--against", str(clean), "--models", MIXED, "--record", str(folder), "--json"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["backends"] == ["anthropic", "openai"]
+    asked = len(claude.requests) + len(other.requests)
+    # The replay answers both slots from the one folder and calls neither backend.
+    replay = f"replay:{folder}"
+    code = main(run("--against", str(clean), "--models", MIXED, "--backend", replay, "--json"))
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["verdict"] == "NICE" and result["replayed"]
+    assert len(claude.requests) + len(other.requests) == asked
