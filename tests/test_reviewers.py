@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from santa_method.core.errors import InputError
-from santa_method.core.reviewers import Reviewer, model_family, parse_entry, reviewer_slots
+from santa_method.core.reviewers import (
+    Reviewer,
+    juror,
+    model_family,
+    one_mind,
+    parse_entry,
+    reviewer_slots,
+)
 
 
 @pytest.mark.parametrize(
@@ -106,3 +113,38 @@ def test_a_models_family_comes_from_its_backend_name_or_endpoint(
     backend: str, model: str | None, endpoint: str | None, family: str
 ) -> None:
     assert model_family(backend, model, endpoint) == family
+
+
+def test_a_jury_of_the_authors_family_is_one_mind_and_told_how_to_add_another() -> None:
+    jury = [juror("B", "anthropic", "claude-sonnet-4-5"), juror("C", "claude", "haiku")]
+    assert [j.describe() for j in jury] == [
+        "B: claude-sonnet-4-5 (claude, on anthropic)",
+        "C: haiku (claude, on claude)",
+    ]
+    warning = one_mind(jury, "claude-opus-4-5")
+    assert warning is not None
+    assert "every reviewer is a claude model, as is claude-opus-4-5" in warning
+    assert warning.endswith("--models anthropic:claude-sonnet-4-5,openai:gpt-5.1")
+    # The line it gives is one santa routes, and it mixes two families.
+    line = warning.rsplit("--models ", 1)[1]
+    slots = reviewer_slots(line)
+    assert {model_family(s.backend, s.model) for s in slots} == {"claude", "gpt"}
+    # A GPT jury for a GPT author is told to add a Claude reviewer.
+    gpt = [juror("B", "openai", "gpt-5.1"), juror("C", "openai", "gpt-5-mini")]
+    assert str(one_mind(gpt, "gpt-5.1")).endswith("--models openai:gpt-5.1,anthropic:claude-sonnet-4-5")
+    # A default model on a Claude backend is still Claude's family.
+    assert one_mind([juror("B", "anthropic", None), juror("C", "anthropic", None)], "opus")
+
+
+@pytest.mark.parametrize(
+    ("jury", "author"),
+    [
+        ([("B", "anthropic", "sonnet"), ("C", "openai", "gpt-5.1")], "claude-opus-4-5"),
+        ([("B", "anthropic", "sonnet"), ("C", "anthropic", "haiku")], "gpt-5.1"),
+        ([("B", "anthropic", "sonnet"), ("C", "anthropic", "haiku")], None),
+        ([("B", "anthropic", "sonnet"), ("C", "anthropic", "haiku")], "my-own-model"),
+        ([], "claude-opus-4-5"),
+    ],
+)
+def test_no_warning_without_an_author_of_the_jurys_one_family(jury: list, author: str | None) -> None:
+    assert one_mind([juror(*j) for j in jury], author) is None

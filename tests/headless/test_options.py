@@ -73,8 +73,9 @@ def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     assert batch["exclude"] == () and batch["resume"] is False
     assert run["record"] is None  # new: no keyword of earlier releases
     assert run["backends"] is None and run["prices"] is None  # new too
-    # With max_cost_usd, budget_usd's old name, record, backends and prices.
-    assert len(run) == 22 and len(batch) == 29
+    assert run["author_model"] is None
+    # With max_cost_usd, budget_usd's old name, record, backends, prices and author_model.
+    assert len(run) == 23 and len(batch) == 29
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:

@@ -313,3 +313,50 @@ def test_a_mixed_run_is_recorded_from_both_backends_and_replayed_without_either(
     result = json.loads(out)
     assert result["verdict"] == "NICE" and result["replayed"]
     assert len(claude.requests) + len(other.requests) == asked
+
+
+def test_santa_run_and_the_report_name_each_reviewer_and_warn_once_of_one_mind(
+    stub_server, openai_stub, project: Path, clean: Path, monkeypatch, capsys
+) -> None:
+    claude = stub_server({REVIEWER: lambda body: AnthropicJson(passing(body))})
+    other = openai_stub({oa.REVIEWER: lambda body: oa.Json(passing(body))})
+    endpoints(monkeypatch, claude, other)
+    claudes = "anthropic:claude-sonnet-4-5,anthropic:claude-haiku-4-5"
+    args = ["run", "--spec-text", SPEC, "--against", str(clean), "--json"]
+    code = main([*args, "--models", claudes, "--author-model", "claude-opus-4-5"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    # The live view names each reviewer's model and family before the round.
+    assert "reviewer B: claude-sonnet-4-5 (claude, on anthropic)" in err
+    assert "reviewer C: claude-haiku-4-5 (claude, on anthropic)" in err
+    result = json.loads(out)
+    assert [r["family"] for r in result["history"][0]["reviewers"]] == ["claude", "claude"]
+    (warning,) = [w for w in result["warnings"] if "which wrote the output" in w]
+    assert warning.startswith("every reviewer is a claude model, as is claude-opus-4-5")
+    line = "--models anthropic:claude-sonnet-4-5,openai:gpt-5.1"
+    assert warning.endswith(line)
+    # The report says the same, from the run's state and replies.
+    assert main(["report", result["run_id"], "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(j["label"], j["model"], j["family"]) for j in report["jury"]] == [
+        ("B", "claude-sonnet-4-5", "claude"),
+        ("C", "claude-haiku-4-5", "claude"),
+    ]
+    assert report["warnings"] == [warning]
+    assert main(["report", result["run_id"]]) == 0
+    comment = capsys.readouterr().out
+    assert "- reviewers: B claude-sonnet-4-5 (claude), C claude-haiku-4-5 (claude)" in comment
+    assert comment.count(line) == 2  # under the verdict, and in the full report
+    # The line it gives adds another family: no warning then, and the report names both.
+    code = main([*args, *line.split(" "), "--author-model", "claude-opus-4-5"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    mixed = json.loads(out)
+    assert not [w for w in mixed["warnings"] if "which wrote the output" in w]
+    assert main(["report", mixed["run_id"], "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(j["backend"], j["family"]) for j in report["jury"]] == [
+        ("anthropic", "claude"),
+        ("openai", "gpt"),
+    ]
+    assert report["warnings"] == []

@@ -136,6 +136,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "one entry alone is every reviewer's; the first also fixes",
     )
     p.add_argument(
+        "--author-model",
+        metavar="MODEL",
+        help="the model that wrote the output: santa warns when every reviewer is of its family",
+    )
+    p.add_argument(
         "--max-fixes",
         type=number_arg(numbers.MAX_FIXES),
         metavar="N",
@@ -189,6 +194,7 @@ _RUN_SETTINGS = (
     "rubric",
     "reviewers",
     "models",
+    "author_model",
     "max_fixes",
     "budget_usd",
     "pre_check",
@@ -221,6 +227,8 @@ class LiveView:
             )
             if data.get("replayed"):
                 say(f"  replayed from the recording {data['replayed']}: no model is called")
+            for line in data.get("jury") or []:
+                say(f"  reviewer {line}")
         elif kind == "round_start":
             what = "re-review of round" if data.get("rereview") else "round"
             say(f"{what} {data['round']}: reviewers {', '.join(data['reviewers'])} ...")
@@ -290,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
             log=str(log),
             on_event=view,
             record=args.record,
+            author_model=args.author_model,
         ),
     )
     if args.json:

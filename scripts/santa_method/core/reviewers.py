@@ -151,3 +151,51 @@ def model_family(backend: str | None, model: str | None, endpoint: str | None = 
         if host == known or host.endswith("." + known):
             return family
     return "unknown"
+
+
+@dataclass(frozen=True)
+class Juror:
+    """A reviewer as a person is told of it: its slot, the backend that
+    answered (None when unknown), the model (None: the backend's default)
+    and that model's family."""
+
+    label: str
+    backend: str | None
+    model: str | None
+    family: str
+
+    def describe(self) -> str:
+        """`B: claude-sonnet-4-5 (claude, on anthropic)`."""
+        where = f", on {self.backend}" if self.backend else ""
+        return f"{self.label}: {self.model or 'default model'} ({self.family}{where})"
+
+
+def juror(label: str, backend: str | None, model: str | None) -> Juror:
+    """The reviewer of a slot with its family derived (`model_family`)."""
+    return Juror(label, backend, model, model_family(backend, model))
+
+
+#: A reviewer of each of two families, to name in the warning's line.
+_OF_FAMILY = {"gpt": "openai:gpt-5.1", "claude": "anthropic:claude-sonnet-4-5"}
+
+
+def one_mind(jurors: Sequence[Juror], author_model: str | None) -> str | None:
+    """The warning for a jury that is one mind with the output's author:
+    every reviewer of the family of the model that wrote the output (a
+    nudge with its reason and the line that adds another family, never an
+    error). None when the author is not named, its family is unknown, or
+    one reviewer is of another family."""
+    author = model_family(None, author_model)
+    if not jurors or author == "unknown" or any(j.family != author for j in jurors):
+        return None
+    other = next(entry for family, entry in _OF_FAMILY.items() if family != author)
+    first = jurors[0]
+    if first.model is None:
+        kept = _OF_FAMILY.get(author, other)
+    else:
+        kept = first.model if first.backend is None else f"{first.backend}:{first.model}"
+    return (
+        f"every reviewer is a {author} model, as is {author_model}, which wrote the output: "
+        "reviewers of the author's family tend to miss what it missed; add a reviewer of "
+        f"another family, e.g. --models {kept},{other}"
+    )

@@ -30,6 +30,7 @@ from santa_method.core import assignments, budget, numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
+from santa_method.core.reviewers import one_mind
 from santa_method.core.types import Rubric
 from santa_method.headless import options as options_
 from santa_method.headless import routing
@@ -225,6 +226,10 @@ async def _verify_with(
         run.warnings.append(
             "all reviewers use the same model; different models make their errors less correlated"
         )
+    jury = the_route.jury()
+    same_mind = one_mind(jury, opts.author_model)
+    if same_mind is not None:
+        run.warnings.append(same_mind)
     santa = ensure_santa_dir()
     work = santa / "work"
     work.mkdir(exist_ok=True)
@@ -269,7 +274,12 @@ async def _verify_with(
         if opened is not None:
             run_id = opened.run_id
             run.emit(
-                "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True
+                "run_start",
+                run_id=run_id,
+                backend=impl.name,
+                reviewers=reviewers,
+                resumed=True,
+                jury=[j.describe() for j in jury],
             )
             return await _guarded(run, opened, working, budget_usd, resumable)
         if change is not None:
@@ -308,6 +318,7 @@ async def _verify_with(
             run_id=new_id,
             in_place=in_place,
             replayed=replayed,
+            author_model=opts.author_model,
         )
         run_id = opened.run_id
         run.emit(
@@ -317,6 +328,7 @@ async def _verify_with(
             reviewers=reviewers,
             original=original,
             replayed=replayed,
+            jury=[j.describe() for j in jury],
         )
         return await _guarded(run, opened, working, budget_usd, resumable)
 

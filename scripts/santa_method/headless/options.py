@@ -65,6 +65,9 @@ class VerifyOptions:
     resumable: bool = False
     record: str | os.PathLike[str] | None = None
     """A folder to keep every backend reply in, for `backend="replay:DIR"`."""
+    author_model: str | None = None
+    """The model that wrote the output: when every reviewer is of its family,
+    the run warns (once) that they tend to miss what it missed."""
     max_cost_usd: float | None = None
     """The old name of `budget_usd` (deprecated): moved there, and None after."""
 

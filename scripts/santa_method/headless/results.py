@@ -32,11 +32,19 @@ class ReviewerRecord:
     """Seconds the backend took to answer, over every ask."""
     backend: str | None = None
 
+    @property
+    def family(self) -> str:
+        """The family of the model that answered (`core/reviewers.py`)."""
+        from santa_method.core.reviewers import model_family
+
+        return model_family(self.backend, self.model)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
             "backend": self.backend,
             "model": self.model,
+            "family": self.family,
             "valid": self.valid,
             "verdict": self.verdict,
             "asks": self.asks,

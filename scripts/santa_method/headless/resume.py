@@ -122,6 +122,7 @@ async def resume(
             on_event=on_event,
             project_dir=state.cwd,
             resume_run=run_id,
+            author_model=state.author_model,
         ),
     )
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from santa_method.core.errors import InputError, StartError
-from santa_method.core.reviewers import Reviewer, parse_entry, reviewer_slots
+from santa_method.core.reviewers import Juror, Reviewer, juror, parse_entry, reviewer_slots
 from santa_method.headless.backends import prices
 from santa_method.headless.backends.base import Backend, missing_prerequisites
 from santa_method.headless.backends.checked import backend_name
@@ -224,6 +224,10 @@ class Route:
 
     def seat(self, label: str) -> Seat:
         return next(s for s in self.seats if s.label == label)
+
+    def jury(self) -> list[Juror]:
+        """The reviewers as a person is told of them: slot, backend, model, family."""
+        return [juror(s.label, s.backend_name, s.model) for s in self.seats]
 
     def calls(self) -> list[tuple[str | None, str | None]]:
         """(backend, model) of every call the run may make, for the price check."""

@@ -445,6 +445,8 @@ class RunState:
     replayed: str | None = None
     """The recording a replayed run's replies came from (no model was
     called); None for a run whose backend answered."""
+    author_model: str | None = None
+    """The model that wrote the output under review, when the run was told."""
     version: int = RUN_STATE_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -477,6 +479,8 @@ class RunState:
             data["in_place"] = self.in_place
         if self.replayed is not None:
             data["replayed"] = self.replayed
+        if self.author_model is not None:
+            data["author_model"] = self.author_model
         return data
 
     @classmethod
@@ -540,4 +544,5 @@ class RunState:
             ),
             in_place=None if "in_place" not in d else bool_(d, "in_place", w),
             replayed=opt_str(d, "replayed", w),
+            author_model=opt_str(d, "author_model", w),
         )
