@@ -182,7 +182,7 @@ class OpenAIBackend:
         missing = []
         if importlib.util.find_spec("openai") is None:
             missing.append(
-                "the openai package is not installed (pip install 'santa-method[openai]')"
+                "the openai package is not installed (pip install openai)"
             )
         if not self._key():
             missing.append(
@@ -196,7 +196,7 @@ class OpenAIBackend:
             import openai
         except ImportError:
             raise BackendError(
-                "the openai backend needs the openai package: pip install 'santa-method[openai]'"
+                "the openai backend needs the openai package: pip install openai"
             ) from None
         # A client is bound to the event loop it first ran on; verify_sync()
         # runs a new loop per call, so a backend reused across calls needs one per loop.
