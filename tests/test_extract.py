@@ -220,7 +220,7 @@ def test_a_reply_cut_right_after_a_new_brace_is_truncated(tail: str) -> None:
         "{'verdict': 'FAIL', 'checks': [{'criterion': 'completeness', 'result': 'FAIL'}]}",
         "verdict: FAIL\nchecks:\n  - criterion: completeness\n    result: FAIL",
         'verdict: "FAIL"\nchecks: []',
-        '{\'verdict\': "FAIL", \'checks\': []}',
+        "{'verdict': \"FAIL\", 'checks': []}",
         '{verdict: "FAIL", checks: []}',
         '[{"verdict": "F\\u0041IL", "checks": []}]',
         'verdict = "FAIL"\n[[checks]]\ncriterion = "completeness"',
@@ -254,7 +254,9 @@ def test_a_quote_that_reads_like_a_verdict_inside_the_review_is_evidence() -> No
     """The output under review may itself say `verdict: FAIL` (a document
     about reviews); a PASS review quoting it holds one review, not two."""
     quoting = pass_review()
-    quoting["checks"][0]["evidence"] = "the guide's example says 'verdict: FAIL' then verdict = FAIL"
+    quoting["checks"][0]["evidence"] = (
+        "the guide's example says 'verdict: FAIL' then verdict = FAIL"
+    )
     assert _ok(json.dumps(quoting)) == quoting
 
 
@@ -490,7 +492,14 @@ def test_a_heading_never_reads_past_the_review_itself(reply: str) -> None:
         ("verdict" + "-" * 1000 + " ") * 1984,
         ("## verdict\n\n\n") * 150_000,
     ],
-    ids=["hyphenated", "rules", "spaces-after-key", "stars-before-key", "dashes-after-key", "headings"],
+    ids=[
+        "hyphenated",
+        "rules",
+        "spaces-after-key",
+        "stars-before-key",
+        "dashes-after-key",
+        "headings",
+    ],
 )
 def test_long_runs_of_prose_stay_linear(prose: str) -> None:
     # Each took from 13 s to over 40 s when the key's patterns were unbounded.
@@ -498,8 +507,63 @@ def test_long_runs_of_prose_stay_linear(prose: str) -> None:
     assert found.obj == PASS or (found.error and "ambiguous" in found.error)
 
 
+_PIECES = [
+    "verdict",
+    "Verdict",
+    "result",
+    "completeness",
+    ":",
+    " ",
+    "\n",
+    "-",
+    "*",
+    "#",
+    "## ",
+    "FAIL",
+    "pass",
+    "is",
+    "not",
+    "a",
+    "x",
+    "_",
+    "`",
+    '"',
+    "\u274c",
+    "\\",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=80), st.integers(0, 3))
+def test_searching_near_the_key_word_finds_what_a_full_scan_finds(
+    pieces: list[str], pad: int
+) -> None:
+    # The prose rule looks for a key only just before the word it must hold
+    # (ambiguity._near); the matches must be exactly a full scan's, sparse or dense.
+    from santa_method.core import ambiguity as a
+
+    text = ("." * 200 * pad).join(["".join(pieces), "".join(reversed(pieces))])
+    criteria, names = a._criteria_pattern(("completeness",))
+    for pattern, word, reach in (
+        (a._VERDICT, a._WORD, a._KEY_REACH + 30),
+        (a._RESULT, a._RESULT_WORD, a._KEY_REACH + 30),
+        (a._SENTENCE, a._WORD, 30),
+        (a._HEADING, a._WORD, 154),
+        (criteria, names, a._KEY_REACH),
+    ):
+        near = [m.span() for m in a._near(pattern, text, word, reach)]
+        assert near == [m.span() for m in pattern.finditer(text)]
+
+
 @pytest.mark.parametrize(
-    "line", ["Verdict: PASS.", "Verdict: PASS!", "Verdict: PASSED.", "Verdict: Approved.", "verdict: pass."]
+    "line",
+    [
+        "Verdict: PASS.",
+        "Verdict: PASS!",
+        "Verdict: PASSED.",
+        "Verdict: Approved.",
+        "verdict: pass.",
+    ],
 )
 def test_a_verdict_line_ending_in_punctuation_agrees_with_a_pass(line: str) -> None:
     assert _ok(f"{line}\n\n```json\n{PASS_TEXT}\n```\n\n{line}\n") == PASS

@@ -395,6 +395,27 @@ def _stop_payload(p: Project, agent_id: str, reply: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("transcript", ["gone", "empty", "none"])
+def test_a_reply_whose_transcript_cannot_be_read_is_not_counted_and_the_user_is_told(
+    in_process: Project, tmp_path: Path, transcript: str
+) -> None:
+    from santa_method.claude_code import hooks
+
+    in_process.spawn()
+    payload = _stop_payload(in_process, "agent-1", review(in_process.canary))
+    if transcript == "gone":
+        Path(payload["agent_transcript_path"]).unlink()
+    elif transcript == "empty":
+        Path(payload["agent_transcript_path"]).write_text("", encoding="utf-8")
+    else:
+        payload["agent_transcript_path"] = ""
+    answer = hooks.subagent_stop(payload)
+    assert answer is not None and "decision" not in answer
+    assert "agent-1 was not counted" in answer["systemMessage"]
+    assert "counts its review as missing" in answer["systemMessage"]
+    assert all(slot is None for slot in in_process.slots().values())
+
+
 def test_validator_crash_is_a_stored_failed_review(
     in_process: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:

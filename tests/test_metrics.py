@@ -270,6 +270,20 @@ def test_cache_split_from_token_detail_without_double_counting(tmp_path: Path) -
     assert compute([])["cost"]["cache_read_tokens_total"] is None
 
 
+def test_a_cost_or_count_below_zero_in_a_log_is_unknown_not_a_saving(tmp_path: Path) -> None:
+    # A log edited by hand (or written before backends were checked) may hold
+    # -5: neither the metrics nor a run's budget may count it.
+    g = Log(tmp_path / "log.jsonl")
+    g.review("N1", 1, "B", "PASS", "PASS", tokens=-300, cost_usd=-5)
+    g.review("N1", 1, "C", "PASS", "PASS", tokens=200, cost_usd=0.5)
+    records = log.read(g.path).records
+    cost = compute(records)["cost"]
+    assert cost["per_run"]["N1"]["cost_usd"] == pytest.approx(0.5)
+    assert cost["per_run"]["N1"]["tokens"] == 200
+    assert cost["mean_cost_usd_per_run"] == pytest.approx(0.5)
+    assert log.logged_cost(records, "N1") == pytest.approx(0.5)
+
+
 def test_targets(result: dict) -> None:
     t = result["targets"]
     assert t["first_pass_rate"] == {"target": "> 70 %", "value": pytest.approx(0.4), "met": False}

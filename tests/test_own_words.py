@@ -52,6 +52,43 @@ def test_two_verdict_like_keys_both_count(nested: bool) -> None:
     _ambiguous(_pass_with(lambda r: r.update({"draft": keys} if nested else keys)))
 
 
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"verdicts": ["FAIL"]},
+        {"reviewer_verdicts": {"B": "FAIL"}},
+        {"results": "FAIL"},
+        {"check_results": {"completeness": "FAIL"}},
+        {"check_results": [{"name": "completeness", "outcome": "FAIL"}]},
+        {"overall": "FAIL"},
+        {"outcome": "fail"},
+        {"status": "FAIL"},
+        {"decision": "\u274c"},
+    ],
+    ids=lambda extra: next(iter(extra)),
+)
+def test_a_second_verdict_under_a_plural_or_a_synonym_is_ambiguous(extra: dict[str, Any]) -> None:
+    _ambiguous(_pass_with(lambda r: r.update(extra)))
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"status": "complete"},
+        {"results": ["a list of lists", "a count per file"]},
+        {"verdicts": ["PASS", "PASS"]},
+        {"check_results": {"completeness": "PASS"}},
+        {"decision": "ship it"},
+    ],
+    ids=lambda extra: f"{next(iter(extra))}-{json.dumps(next(iter(extra.values())))}",
+)
+def test_words_under_such_keys_that_state_no_other_verdict_keep_a_pass(
+    extra: dict[str, Any],
+) -> None:
+    review = _pass_with(lambda r: r.update(extra))
+    assert validate_object(review, rubric=RUBRIC).valid
+
+
 @pytest.mark.parametrize("key", ["Result", "result ", "final_result"])
 def test_a_result_like_key_beside_a_check_is_ambiguous(key: str) -> None:
     _ambiguous(_pass_with(lambda r: r["checks"][2].update({key: "FAIL"})))

@@ -169,12 +169,19 @@ def subagent_stop(payload: Mapping[str, Any]) -> Reply:
     found: tuple[str, int] | None = None
     try:
         from santa_method.state import transcripts
-        from santa_method.state.slots import (
-            round_of_reply,
-        )
+        from santa_method.state.slots import round_of_reply
 
         transcript = str(payload.get("agent_transcript_path") or "")
-        prompt = transcripts.first_prompt(_records(transcript)) if transcript else None
+        records = _records(transcript) if transcript else []
+        if not records:
+            # No round can be told without the transcript: the reply counts
+            # nowhere (its slot stays missing), and the user is told why.
+            return note(
+                f"santa: the reply of reviewer agent {payload.get('agent_id')} was not counted: "
+                f"its transcript ({transcript or 'none given'}) could not be read, so its round "
+                "is unknown; the gate counts its review as missing"
+            )
+        prompt = transcripts.first_prompt(records)
         found = round_of_reply(prompt) if prompt else None
         if found is None:
             # Not given the instruction of any run's round (the PreToolUse

@@ -62,10 +62,43 @@ _STRUCK = re.compile(r"~~[^~\n]*~~")
 _PASS_MARKS = "\u2705\u2714\u2611\U0001f7e2\U0001f44d"
 _FAIL_MARKS = "\u274c\u274e\u2717\u2718\U0001f534\U0001f44e\u26d4\U0001f6ab"
 _SAYS_PASS = frozenset(
-    ["PASS", "PASSED", "PASSES", "PASSING", "OK", "OKAY", "APPROVE", "APPROVED", "ACCEPT", "ACCEPTED", "CLEAN", "GOOD", "FINE", "LGTM", "SHIP", "YES", "SUCCESS", "GREEN", "NICE"]
+    [
+        "PASS",
+        "PASSED",
+        "PASSES",
+        "PASSING",
+        "OK",
+        "OKAY",
+        "APPROVE",
+        "APPROVED",
+        "ACCEPT",
+        "ACCEPTED",
+        "CLEAN",
+        "GOOD",
+        "FINE",
+        "LGTM",
+        "SHIP",
+        "YES",
+        "SUCCESS",
+        "GREEN",
+        "NICE",
+    ]
 ) | frozenset(_PASS_MARKS)
 _SAYS_FAIL = frozenset(
-    ["FAIL", "FAILED", "FAILS", "FAILING", "REJECT", "REJECTED", "NO", "BAD", "RED", "NAUGHTY", "BLOCKED", "BLOCK"]
+    [
+        "FAIL",
+        "FAILED",
+        "FAILS",
+        "FAILING",
+        "REJECT",
+        "REJECTED",
+        "NO",
+        "BAD",
+        "RED",
+        "NAUGHTY",
+        "BLOCKED",
+        "BLOCK",
+    ]
 ) | frozenset(_FAIL_MARKS)
 
 # A key as a reviewer drafts it: bare, quoted either way, in Markdown bold or
@@ -141,6 +174,11 @@ _SENTENCE = re.compile(
 _VERDICT = re.compile(_KEY.format(name=r"[\w-]{0,30}verdict[\w-]{0,30}") + _VALUE, _FLAGS)
 _RESULT = re.compile(_KEY.format(name=r"[\w-]{0,30}results?") + _VALUE, _FLAGS)
 _MENTION = re.compile(r"verdict|result", re.IGNORECASE)
+_WORD = re.compile("verdict", re.IGNORECASE)
+_RESULT_WORD = re.compile("result", re.IGNORECASE)
+# How far before its name a key may start: `[*_`"':<|]{0,4}[ \t]{0,4}` (the
+# name's own `[\w-]{0,30}` prefix is added where a pattern has it).
+_KEY_REACH = 8
 _FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.DOTALL)
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
@@ -154,6 +192,9 @@ _MAX_CRITERIA = 64
 _EVIDENCE = frozenset({"quote", "missing", "evidence"})
 # Fields whose values the review contract reads itself, not prose.
 _READ_VALUES = frozenset({"verdict", "result", "criterion", "canary"})
+# Keys that state a verdict when their value is PASS or FAIL, and only then.
+_VERDICT_LIKE = frozenset({"overall", "outcome", "status", "decision", "conclusion"})
+_WORDS = ("PASS", "FAIL")
 
 _Claim = tuple[str, str | None, str]  # ("verdict" or "result", criterion, value)
 
@@ -209,10 +250,34 @@ def _prose_claims(
     Keyed on such statements, never on a word alone: "size < 1 raises
     ValueError before range could fail" states no verdict."""
     found = _text_claims(text, criteria)
-    found += [("verdict", None, _heading_value(m)) for m in _SENTENCE.finditer(text)]
+    found += [("verdict", None, _heading_value(m)) for m in _near(_SENTENCE, text, _WORD, 30)]
     for part in parts if parts is not None else (text,):
-        found += [("verdict", None, _heading_value(m)) for m in _HEADING.finditer(part)]
+        found += [("verdict", None, _heading_value(m)) for m in _near(_HEADING, part, _WORD, 154)]
     return found
+
+
+def _near(
+    pattern: re.Pattern[str], text: str, word: re.Pattern[str], reach: int
+) -> Iterator[re.Match[str]]:
+    """`pattern.finditer(text)`, trying only the positions at most `reach`
+    characters before a `word` the pattern's key must hold. Every match holds
+    it, so the matches are the same; on a long text where the word is rare,
+    the regex engine is not started at each position (a 2 MB rule of dashes
+    took seconds). Where the word is everywhere, the engine's own scan is
+    the quicker."""
+    hits = [hit.start() for hit in word.finditer(text)]
+    if len(hits) * (reach + 1) > len(text) // 4:
+        yield from pattern.finditer(text)
+        return
+    untried = 0  # each position is tried once: a match there is the same each time
+    for at in hits:
+        for start in range(max(untried, at - reach), at + 1):
+            match = pattern.match(text, start)
+            untried = start + 1
+            if match is not None:
+                yield match
+                untried = match.end()
+                break
 
 
 def _own_words(final: dict[str, Any]) -> Iterator[str]:
@@ -302,14 +367,16 @@ def _claims(
     """Every verdict and result a decoded value holds, at any depth, with
     the criterion each result belongs to where one is named. A key that only
     contains the word (`draft_verdict`), and every key when `loose` (YAML
-    read off prose), counts only with a one-word string value. Iterative (a
+    read off prose), counts only with a one-word string value; a word used
+    for a verdict (`outcome`) only when that value is PASS or FAIL, and so
+    does each word in a list or mapping under such a key. Iterative (a
     value json.loads builds may be nested past the recursion limit) and
     visiting each container once (YAML aliases share them)."""
-    stack: list[tuple[Any, str | None]] = [(value, criterion)]
+    stack: list[tuple[Any, str | None, str]] = [(value, criterion, "")]
     seen: set[int] = set()
     decoded = 0
     while stack:
-        item, within = stack.pop()
+        item, within, under = stack.pop()
         if isinstance(item, dict | list):
             if id(item) in seen:
                 continue
@@ -320,47 +387,70 @@ def _claims(
             named = next((v for k, v in keys if k == "criterion"), None)
             here = named.strip() if isinstance(named, str) else within
             for key, inner in keys:
-                kind = "verdict" if "verdict" in key else "result" if key.endswith("result") else ""
+                kind = _kind(key)
                 exact = key in ("verdict", "result") and not loose
                 if not kind or not (exact or _one_word(inner)):
                     continue
                 said = _norm(inner)
-                if loose and kind == "result" and said not in ("PASS", "FAIL"):
-                    continue  # `result: foo` in prose is not a check's result
+                if said not in _WORDS and (key in _VERDICT_LIKE or (loose and kind == "result")):
+                    continue  # `result: foo` in prose, `status: done`: no verdict
                 yield kind, here if kind == "result" else None, said
-            stack.extend(
-                (v, here) for k, v in item.items() if not (isinstance(k, str) and k in _EVIDENCE)
-            )
+            for k, v in item.items():
+                if isinstance(k, str) and k in _EVIDENCE:
+                    continue
+                if under:  # more of what the key above holds, by reviewer or criterion
+                    name = k.strip() if under == "result" and isinstance(k, str) else here
+                    stack.append((v, name, under))
+                    continue
+                # A list or mapping under a verdict's or a result's key holds
+                # more of them (`"verdicts": ["FAIL"]`, `"results": {"B": "FAIL"}`).
+                hint = _kind(_key(k)) if isinstance(v, dict | list) else ""
+                stack.append((v, here, hint))
         elif isinstance(item, list):
-            stack.extend((v, within) for v in item)
+            stack.extend((v, within, under) for v in item)
+        elif under and isinstance(item, str) and _one_word(item) and _norm(item) in _WORDS:
+            yield under, within if under == "result" else None, _norm(item)
         elif decode_strings and isinstance(item, str) and decoded < _MAX_DECODED_STRINGS:
             # JSON held in a string (`{"note": "{\"verdict\": \"FAIL\"}"}`).
             stripped = item.strip()
             if stripped[:1] + stripped[-1:] in ("{}", "[]"):
                 decoded += 1
                 with contextlib.suppress(ValueError, RecursionError):
-                    stack.append((json.loads(stripped), within))
+                    stack.append((json.loads(stripped), within, ""))
+
+
+def _kind(key: str) -> str:
+    """What a key names: a verdict (`final_verdict`, `verdicts`, or a word
+    used for one, `outcome`), a result (`check_results`), or neither."""
+    if "verdict" in key or key in _VERDICT_LIKE:
+        return "verdict"
+    return "result" if key.endswith(("result", "results")) else ""
 
 
 def _one_word(value: Any) -> bool:
-    return isinstance(value, str) and bool(value.strip()) and not any(
-        ch.isspace() for ch in value.strip()
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and not any(ch.isspace() for ch in value.strip())
     )
 
 
 def _text_claims(text: str, criteria: Sequence[str]) -> list[_Claim]:
-    found: list[_Claim] = [("verdict", None, v) for v in _values(_VERDICT, text, bare=True)]
-    found += [("result", None, v) for v in _values(_RESULT, text, bare=False)]
+    found: list[_Claim] = [("verdict", None, v) for v in _values(_VERDICT, text, _WORD, bare=True)]
+    found += [("result", None, v) for v in _values(_RESULT, text, _RESULT_WORD, bare=False)]
     if criteria:
-        for match in _criteria_pattern(tuple(criteria)).finditer(text):
+        pattern, names = _criteria_pattern(tuple(criteria))
+        for match in _near(pattern, text, names, _KEY_REACH):
             value = _value(match, bare=False)
             if value is not None:
                 found.append(("result", _canonical(criteria, match.group("criterion")), value))
     return found
 
 
-def _values(pattern: re.Pattern[str], text: str, *, bare: bool) -> Iterator[str]:
-    for match in pattern.finditer(text):
+def _values(
+    pattern: re.Pattern[str], text: str, word: re.Pattern[str], *, bare: bool
+) -> Iterator[str]:
+    for match in _near(pattern, text, word, _KEY_REACH + 30):
         value = _value(match, bare=bare)
         if value is not None:
             yield value
@@ -389,14 +479,14 @@ def _heading_value(match: re.Match[str]) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def _criteria_pattern(criteria: tuple[str, ...]) -> re.Pattern[str]:
+def _criteria_pattern(criteria: tuple[str, ...]) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """A result given to one of the final review's criteria by name
-    (`- completeness: FAIL`, `| completeness | FAIL |`)."""
+    (`- completeness: FAIL`, `| completeness | FAIL |`), and the names alone."""
     names = "|".join(
-        re.escape(c).replace("\\-", "[-_ ]")
-        for c in sorted(criteria, key=len, reverse=True)
+        re.escape(c).replace("\\-", "[-_ ]") for c in sorted(criteria, key=len, reverse=True)
     )
-    return re.compile(_KEY.format(name=f"(?P<criterion>{names})") + _VALUE, _FLAGS)
+    pattern = re.compile(_KEY.format(name=f"(?P<criterion>{names})") + _VALUE, _FLAGS)
+    return pattern, re.compile(names, re.IGNORECASE)
 
 
 def _canonical(criteria: Sequence[str], written: str) -> str:

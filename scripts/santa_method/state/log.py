@@ -51,6 +51,7 @@ import contextlib
 import fcntl
 import gc
 import json
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -339,9 +340,11 @@ def _checked(record: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 
 
 def as_number(value: Any) -> float | None:
+    """A logged cost as a number, or None: one below zero, NaN or infinite is
+    not a cost (it would lift a budget), so it counts as unknown."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def logged_cost(records: Sequence[dict[str, Any]], run_id: str) -> float | None:

@@ -568,11 +568,14 @@ def _check_results(review: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _number(value: Any) -> float | None:
+    """A logged token count or cost, or None: one below zero, NaN or infinite
+    counts as unknown (a log edited by hand, or written before backends were
+    checked), never as a saving."""
     if type(value) is float:  # the common case first: this runs for every record
-        return value if value - value == 0.0 else None  # NaN and infinities give NaN
+        return value if value - value == 0.0 and value >= 0 else None  # NaN - NaN is NaN
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if value == value and abs(value) != float("inf") else None
+    return float(value) if value >= 0 and abs(value) != float("inf") else None
 
 
 def _tokens(record: Mapping[str, Any]) -> float | None:
