@@ -34,6 +34,9 @@ def _outside_claude_code(
 ) -> None:
     for name in _CLAUDE_CODE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    # No test reaches a real OpenAI-compatible API: tests name their stub's endpoint.
+    for name in [k for k in os.environ if k.startswith("OPENAI_")]:
+        monkeypatch.delenv(name)
     # Target locks live in the user's cache: the tests' own, not the developer's.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "user-cache"))
 

@@ -49,13 +49,18 @@ def test_missing_or_empty_file_means_defaults(tmp_path: Path) -> None:
 def test_a_full_config_is_read_and_typed(tmp_path: Path) -> None:
     write(
         tmp_path,
-        "rubric: code+regulated\nreviewers: 3\nmodels: [opus, sonnet]\nmax_fixes: 0\n"
-        "budget_usd: 2\npre_check: make test\nlog: logs/santa.jsonl\n",
+        "rubric: code+regulated\nreviewers: 3\nmodels: [opus, sonnet, openai:gpt-5.1]\n"
+        "max_fixes: 0\nbudget_usd: 2\npre_check: make test\nlog: logs/santa.jsonl\n"
+        "prices: {gpt-5.1: {input: 1.25, output: 10}, 'llama3.1:8b': {input: 0, output: 0}}\n",
     )
     c = load_config(tmp_path)
     assert c.rubric == "code+regulated"
     assert c.reviewers == 3
-    assert c.models == ("opus", "sonnet")
+    assert c.models == ("opus", "sonnet", "openai:gpt-5.1")
+    assert c.prices == {
+        "gpt-5.1": {"input": 1.25, "output": 10.0},
+        "llama3.1:8b": {"input": 0.0, "output": 0.0},
+    }
     assert c.max_fixes == 0
     assert c.budget_usd == 2.0 and isinstance(c.budget_usd, float)
     assert c.pre_check == "make test"
@@ -89,6 +94,19 @@ def test_explicit_nulls_are_the_defaults(tmp_path: Path) -> None:
         ("models: []\n", "models"),
         ("models: 7\n", "models"),
         ("models: {B: 3}\n", "models"),
+        ("models: [sonnet, 'llama3.1:8b']\n", "models"),  # a colon needs its backend first
+        ("models: [sonnet, 'mystery:gpt-5.1']\n", "models"),
+        ("models: [sonnet, 'openai:']\n", "models"),
+        ("models: {B: 'mystery:x'}\n", "models"),
+        ("models: [opus, sonnet]\nreviewers: 3\n", "reviewers"),
+        ("prices: 3\n", "prices"),
+        ("prices: {m: {input: 1}}\n", "prices"),
+        ("prices: {m: {input: 1, output: -1}}\n", "prices"),
+        ("prices: {m: {input: .nan, output: 1}}\n", "prices"),
+        ("prices: {m: {input: .inf, output: 1}}\n", "prices"),
+        ("prices: {m: {input: '1', output: 1}}\n", "prices"),
+        ("prices: {m: {input: 1, output: 1, cache: 1}}\n", "prices"),
+        ("prices: {m: 2}\n", "prices"),
         ("log: 12\n", "log"),
         ("max_fix: 1\n", "max_fix"),
         ("reviewer: 2\n", "reviewer"),
@@ -134,11 +152,11 @@ def test_models_forms() -> None:
     assert one.models == ("sonnet",)
     assert [one.model_for(i, label) for i, label in enumerate("BCD")] == ["sonnet"] * 3
     listed = parse_config("models: [opus, sonnet]\n")
-    assert [listed.model_for(i, label) for i, label in enumerate("BCD")] == [
-        "opus",
-        "sonnet",
-        "opus",
-    ]
+    assert listed.reviewers == 2  # one reviewer per entry
+    assert [listed.model_for(i, label) for i, label in enumerate("BC")] == ["opus", "sonnet"]
+    three = parse_config("models: [opus, sonnet, openai:gpt-5.1]\n")
+    assert three.reviewers == 3
+    assert three.model_for(2, "D") == "openai:gpt-5.1"
     mapped = parse_config("models: {B: opus, default: haiku}\n")
     assert mapped.model_for(0, "B") == "opus"
     assert mapped.model_for(1, "C") == "haiku"
@@ -153,13 +171,27 @@ def test_override_none_keeps_and_values_replace(tmp_path: Path) -> None:
     base = parse_config("rubric: code\nreviewers: 3\nmax_fixes: 2\n")
     same = base.override(rubric=None, reviewers=None, models=None, max_fixes=None)
     assert same == base
-    changed = base.override(reviewers=4, models="opus,sonnet", budget_usd=1, log="x.jsonl")
+    changed = base.override(reviewers=4, models="sonnet", budget_usd=1, log="x.jsonl")
     assert changed.reviewers == 4
-    assert changed.models == ("opus", "sonnet")
+    assert changed.models == ("sonnet",)
     assert changed.budget_usd == 1.0
     assert changed.log == Path("x.jsonl")  # relative to where the command runs
     assert changed.rubric == "code" and changed.max_fixes == 2
     assert base.reviewers == 3  # the original is untouched
+
+
+def test_a_models_list_sets_the_count_and_a_count_that_disagrees_is_refused() -> None:
+    """One rule for flags and the file (core/reviewers.py): entries are slots."""
+    base = parse_config("reviewers: 3\n")
+    assert base.override(models="opus,openai:gpt-5.1").reviewers == 2  # the flag's list wins
+    with pytest.raises(InputError, match=r"names 2 reviewers .* asks for 4"):
+        base.override(models="opus,sonnet", reviewers=4)
+    listed = parse_config("models: [opus, sonnet]\n")
+    with pytest.raises(InputError, match=r"config's 'models' names 2 reviewers .* asks for 3"):
+        listed.override(reviewers=3)
+    assert listed.override(reviewers=2).reviewers == 2
+    with pytest.raises(InputError, match=r"cannot route 'x:y'.*anthropic, claude, openai"):
+        base.override(models="x:y,sonnet")
 
 
 def test_override_checks_values_like_the_file() -> None:
@@ -209,7 +241,12 @@ def test_the_example_documents_every_key_and_is_valid() -> None:
 
 @pytest.mark.parametrize(
     "flags",
-    [["--max-fixes", "9"], ["--pre-check", "true"], ["--reviewers", "2"]],
+    [
+        ["--max-fixes", "9"],
+        ["--pre-check", "true"],
+        ["--reviewers", "2"],
+        ["--models", "opus,sonnet"],  # two entries are two reviewers
+    ],
 )
 def test_inside_claude_code_flags_cannot_loosen_the_config(
     tmp_path: Path, flags: list[str]

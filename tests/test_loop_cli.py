@@ -716,14 +716,15 @@ def test_config_defaults_and_flag_overrides(
 ) -> None:
     (project / ".santa").mkdir(exist_ok=True)
     (project / ".santa" / "config.yaml").write_text(
-        "rubric: code\nreviewers: 3\nmodels: [opus, sonnet]\nmax_fixes: 1\nbudget_usd: 2.5\npre_check: 'true'\n"
+        "rubric: code\nreviewers: 3\nmodels: [opus, sonnet, haiku]\nmax_fixes: 1\n"
+        "budget_usd: 2.5\npre_check: 'true'\n"
     )
     state = load_state(start_files(capsys)["run_id"])
     assert (state.rubric, state.reviewers, state.max_fixes) == ("code", 3, 1)
     assert (state.budget_usd, state.pre_check, state.models) == (
         2.5,
         "true",
-        ["opus", "sonnet"],
+        ["opus", "sonnet", "haiku"],
     )
     assert list(state.rounds[0].slots) == ["B", "C", "D"]
     assert "### `" in Path(state.rounds[0].assignment).read_text()
@@ -733,6 +734,8 @@ def test_config_defaults_and_flag_overrides(
         "base",
         "--reviewers",
         "2",
+        "--models",
+        "opus,haiku",
         "--max-fixes",
         "0",
         "--budget-usd",
@@ -742,6 +745,7 @@ def test_config_defaults_and_flag_overrides(
     )
     state = load_state(overridden["run_id"])
     assert (state.rubric, state.reviewers, state.max_fixes) == ("base", 2, 0)
+    assert state.models == ["opus", "haiku"]
     assert (state.budget_usd, state.pre_check) == (1.0, "exit 0")
     (project / ".santa" / "config.yaml").write_text("pre_check: 'exit 4'\n")
     assert "exit 4" in refused(capsys, "round", "start", "--against", "out.md", "--spec", "spec.md")

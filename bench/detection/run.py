@@ -732,7 +732,7 @@ def backend_factory(
     """
     if name in ("anthropic", "claude"):
         from santa_method.headless.backends.base import require_prerequisites
-        from santa_method.headless.reviewing import resolve_backend
+        from santa_method.headless.routing import resolve_backend
 
         # No key, no SDK, no login: every missing one named, before any case runs.
         asyncio.run(require_prerequisites(resolve_backend(name)))

@@ -21,6 +21,7 @@ from _reviews import review_of
 from e2e.stub_server import Json, first_user_text
 
 from .broken_streams import BROKEN
+from .openai_stub import OpenAIStub
 from .scripted import CRITERIA
 
 _CANARY = re.compile(r"santa-canary: ([0-9a-f]+)\s*$")
@@ -99,3 +100,21 @@ def broken_api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def openai_stub() -> Iterator[Callable[..., OpenAIStub]]:
+    """`openai_stub(script, **options)`: a started OpenAI-compatible stub
+    (`openai_stub.py`), stopped after the test, whose script errors fail it."""
+    started: list[OpenAIStub] = []
+
+    def start(script: Any = None, **options: Any) -> OpenAIStub:
+        server = OpenAIStub(script, **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+    for server in started:
+        server.check()

@@ -64,15 +64,18 @@ def test_unknown_keywords_and_wrong_options_are_type_errors() -> None:
 
 def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     run = {f.name: f.default for f in dataclasses.fields(VerifyOptions)}
-    assert run["rubric"] == "base" and run["reviewers"] == 2 and run["max_fixes"] == 3
+    # reviewers: None is 2 without models, else one per entry (core/reviewers.py).
+    assert run["rubric"] == "base" and run["reviewers"] is None and run["max_fixes"] == 3
     assert run["backend"] == "anthropic" and run["close_backend"] is True
     assert run["budget_usd"] is None and run["in_place"] is False
     batch = {f.name: f.default for f in dataclasses.fields(BatchOptions)}
     assert batch["max_resamples"] == 2 and batch["field_name"] == "output"
     assert batch["exclude"] == () and batch["resume"] is False
     assert run["record"] is None  # new: no keyword of earlier releases
-    # With max_cost_usd, budget_usd's old name, and record.
-    assert len(run) == 20 and len(batch) == 27
+    assert run["backends"] is None and run["prices"] is None  # new too
+    assert run["author_model"] is None
+    # With max_cost_usd, budget_usd's old name, record, backends, prices and author_model.
+    assert len(run) == 23 and len(batch) == 29
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:

@@ -248,7 +248,8 @@ def test_replay_refuses_a_folder_that_holds_no_recording(project, target, capsys
     assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "replay:"]) == 2
     assert main(["run", "--against", "README.md", "--spec-text", "x", "--backend", "bogus"]) == 2
     assert (
-        "--backend must be anthropic, claude or replay:DIR, not 'bogus'" in capsys.readouterr().err
+        "--backend must be anthropic, claude, openai or replay:DIR, not 'bogus'"
+        in capsys.readouterr().err
     )
 
 

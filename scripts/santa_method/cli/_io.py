@@ -26,6 +26,7 @@ __all__ = [
     "print_json",
     "read_text",
     "require_named_log",
+    "reviewers_option",
     "say",
     "split_labels",
 ]
@@ -95,6 +96,29 @@ def models_option(text: str | None, configured: Any) -> list[str] | None:
             raise InputError("--models needs at least one model name")
         return models
     return list(configured) if isinstance(configured, tuple) else None
+
+
+def reviewers_option(
+    models_flag: str | None, reviewers_flag: int | None, config: Any
+) -> tuple[list[str] | None, int | None]:
+    """The models list and reviewer count of a headless run or batch, from
+    the flags over the config, checked by the one rule (`core/reviewers.py`)
+    with the names the user wrote: `--models` sets the count, the config's
+    `reviewers` yields to it, and a `--reviewers` that says otherwise is refused."""
+    from santa_method.core.reviewers import reviewer_slots
+
+    models = models_option(models_flag, config.models)
+    if reviewers_flag is not None:
+        reviewers: int | None = reviewers_flag
+    else:
+        reviewers = None if models_flag is not None else config.reviewers
+    reviewer_slots(
+        models,
+        reviewers,
+        what="--models" if models_flag is not None else "the config's models",
+        count_what="--reviewers" if reviewers_flag is not None else "the config's reviewers",
+    )
+    return models, reviewers
 
 
 def out_file(value: str) -> Path:

@@ -11,10 +11,10 @@ from typing import Any
 from santa_method.cli import _Parser
 from santa_method.cli._io import (
     add_budget_option,
-    models_option,
     number_arg,
     print_json,
     read_text,
+    reviewers_option,
     say,
 )
 from santa_method.cli.sample_cmd import add_sampling_arguments, check_sampling_arguments
@@ -143,17 +143,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sampling_arguments(p)
     p.add_argument(
         "--backend",
-        choices=("anthropic", "claude", "anthropic-batch"),
-        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND)",
+        choices=("anthropic", "claude", "openai", "anthropic-batch"),
+        help="who reviews and fixes where --models names no backend (default: anthropic; "
+        "env SANTA_BACKEND)",
     )
     p.add_argument(
         "--reviewers",
         type=number_arg(numbers.REVIEWERS),
         metavar="N",
-        help="reviewers per item, at least 2 (default 2)",
+        help="reviewers per item, at least 2 (default 2, or one per --models entry)",
     )
     p.add_argument(
-        "--models", metavar="M1,M2", help="model per reviewer, in order; the first also fixes"
+        "--models",
+        metavar="M1,M2",
+        help="one entry per reviewer, MODEL or BACKEND:MODEL (anthropic:sonnet,openai:gpt-5.1); "
+        "the first also fixes",
     )
     p.add_argument(
         "--screen-model", metavar="M", help="model of the screens (default: the first of --models)"
@@ -360,7 +364,7 @@ def run(args: argparse.Namespace) -> int:
 
     _check(args)
     config = load_config(project_root())
-    models = models_option(args.models, config.models)
+    models, reviewers = reviewers_option(args.models, args.reviewers, config)
     backend = args.backend or os.environ.get("SANTA_BACKEND") or "anthropic"
     options: dict[str, Any] = {}
     if args.poll_interval is not None:
@@ -374,9 +378,10 @@ def run(args: argparse.Namespace) -> int:
             _spec(args),
             options=BatchOptions(
                 rubric=args.rubric or config.rubric,
-                reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+                reviewers=reviewers,
                 models=models,
                 backend=backend,
+                prices=config.prices,
                 backend_options=options,
                 rate=args.rate,
                 minimum=args.minimum,

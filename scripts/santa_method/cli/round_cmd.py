@@ -173,6 +173,10 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
         looser.append(f"--max-fixes {args.max_fixes} (config: {config.max_fixes})")
     if args.reviewers is not None and args.reviewers < config.reviewers:
         looser.append(f"--reviewers {args.reviewers} (config: {config.reviewers})")
+    # A models list of two or more entries is a reviewer count too (core/reviewers.py).
+    named = len(args.models.split(",")) if args.models is not None else 0
+    if args.reviewers is None and 2 <= named < config.reviewers:
+        looser.append(f"--models names {named} reviewers (config: {config.reviewers})")
     if args.pre_check is not None and config.pre_check and args.pre_check != config.pre_check:
         looser.append("--pre-check (the config names its own)")
     if (

@@ -10,10 +10,10 @@ from typing import Any
 
 from santa_method.cli._io import (
     add_budget_option,
-    models_option,
     number_arg,
     print_json,
     read_text,
+    reviewers_option,
     say,
 )
 from santa_method.core import numbers
@@ -36,9 +36,16 @@ Backends and credentials:
   --backend claude     Claude Code through claude-agent-sdk; uses your
                        Claude Code login (pip install claude-agent-sdk);
                        reviewers may read (never change) the project's files
+  --backend openai     any Chat Completions endpoint (OpenAI, Gemini,
+                       OpenRouter, Ollama, vLLM, llama.cpp, LM Studio):
+                       OPENAI_BASE_URL and OPENAI_API_KEY (pip install openai)
   --backend replay:DIR the replies a run recorded with --record DIR, with no
                        model and no network; a request DIR holds no reply
                        for is refused (exit 2)
+
+--models gives one entry per reviewer, MODEL (answered by --backend) or
+BACKEND:MODEL, e.g. anthropic:claude-sonnet-4-5,openai:gpt-5.1: a run may
+mix backends; the number of entries is the number of reviewers.
 
 No key yet? 'santa demo' runs the whole loop offline on a bundled example.
 
@@ -57,6 +64,7 @@ EXAMPLES = """\
 examples:
   santa run --against README.md --spec-text "Has Install, Usage and License sections"
   santa run --against out.md --spec spec.md --models opus,sonnet --budget-usd 0.50 --json
+  santa run --against out.md --spec spec.md --models anthropic:sonnet,openai:gpt-5.1
   santa run --against app.py --spec task.md --rubric code --pre-check "pytest -q" --in-place
   santa run --resume 20250101-120000-abc123     # a run 'santa runs' lists as interrupted
   santa run --against-diff origin/main --spec task.md --max-fixes 0 --json
@@ -68,12 +76,14 @@ examples:
 
 def backend_named(args: argparse.Namespace) -> str:
     """The backend --backend (else SANTA_BACKEND, else anthropic) names:
-    `anthropic`, `claude` or `replay:DIR`; anything else is refused (exit 2)."""
+    `anthropic`, `claude`, `openai` or `replay:DIR`; anything else is refused (exit 2)."""
     name = args.backend or os.environ.get("SANTA_BACKEND") or "anthropic"
-    if name in ("anthropic", "claude") or (name.startswith("replay:") and len(name) > 7):
+    if name in ("anthropic", "claude", "openai") or (
+        name.startswith("replay:") and len(name) > 7
+    ):
         return name
     said = "--backend" if args.backend else "SANTA_BACKEND"
-    raise InputError(f"{said} must be anthropic, claude or replay:DIR, not {name!r}")
+    raise InputError(f"{said} must be anthropic, claude, openai or replay:DIR, not {name!r}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -103,9 +113,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--backend",
         default=None,
-        metavar="{anthropic,claude,replay:DIR}",
-        help="who reviews and fixes (default: anthropic; env SANTA_BACKEND); replay:DIR "
-        "answers from a recording",
+        metavar="{anthropic,claude,openai,replay:DIR}",
+        help="who reviews and fixes where --models names no backend (default: anthropic; "
+        "env SANTA_BACKEND); replay:DIR answers from a recording",
     )
     p.add_argument(
         "--record",
@@ -117,13 +127,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--reviewers",
         type=number_arg(numbers.REVIEWERS),
         metavar="N",
-        help="independent reviewers, at least 2 (default 2)",
+        help="independent reviewers, at least 2 (default 2, or one per --models entry)",
     )
     p.add_argument(
         "--models",
         metavar="M1,M2",
-        help="model per reviewer, in order, repeating (aliases opus, sonnet, haiku or API ids); "
-        "the first also fixes",
+        help="one entry per reviewer, MODEL or BACKEND:MODEL (anthropic:sonnet,openai:gpt-5.1); "
+        "one entry alone is every reviewer's; the first also fixes",
+    )
+    p.add_argument(
+        "--author-model",
+        metavar="MODEL",
+        help="the model that wrote the output: santa warns when every reviewer is of its family",
     )
     p.add_argument(
         "--max-fixes",
@@ -179,6 +194,7 @@ _RUN_SETTINGS = (
     "rubric",
     "reviewers",
     "models",
+    "author_model",
     "max_fixes",
     "budget_usd",
     "pre_check",
@@ -211,6 +227,8 @@ class LiveView:
             )
             if data.get("replayed"):
                 say(f"  replayed from the recording {data['replayed']}: no model is called")
+            for line in data.get("jury") or []:
+                say(f"  reviewer {line}")
         elif kind == "round_start":
             what = "re-review of round" if data.get("rereview") else "round"
             say(f"{what} {data['round']}: reviewers {', '.join(data['reviewers'])} ...")
@@ -259,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     spec = read_text(args.spec, "spec") if args.spec is not None else args.spec_text
     config = load_config(project_root())
     log = resolve_log_path(args.log)  # a log that is not a file: exit 2 before the backend
-    models = models_option(args.models, config.models)
+    models, reviewers = reviewers_option(args.models, args.reviewers, config)
     view = LiveView(args.quiet)
     result = verify_sync(
         spec,
@@ -267,9 +285,10 @@ def run(args: argparse.Namespace) -> int:
         options=VerifyOptions(
             against_diff=args.against_diff,
             rubric=args.rubric or config.rubric,
-            reviewers=args.reviewers if args.reviewers is not None else config.reviewers,
+            reviewers=reviewers,
             models=models,
             backend=backend_named(args),
+            prices=config.prices,
             max_fixes=args.max_fixes if args.max_fixes is not None else config.max_fixes,
             budget_usd=args.budget_usd if args.budget_usd is not None else config.budget_usd,
             timeout=args.timeout,
@@ -279,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
             log=str(log),
             on_event=view,
             record=args.record,
+            author_model=args.author_model,
         ),
     )
     if args.json:
@@ -290,6 +310,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     from santa_method.headless.resume import resume_sync
+    from santa_method.state.config import load_config
+    from santa_method.state.paths import project_root
 
     given = [name for name in _RUN_SETTINGS if getattr(args, name) is not None]
     given += ["in_place"] if args.in_place else []
@@ -302,6 +324,7 @@ def _resume(args: argparse.Namespace) -> int:
     result = resume_sync(
         args.resume,
         backend=backend_named(args),
+        prices=load_config(project_root()).prices,
         timeout=args.timeout,
         cache_warm=args.cache_warm,
         on_event=LiveView(args.quiet),

@@ -127,6 +127,25 @@ MIN_ITEMS = Range(whole=True, low=0, high=1_000_000_000)
 SEED = Range(whole=True, low=-(2**63), high=2**63 - 1)
 TOKENS = Range(whole=True, low=0, high=10**15)
 COST_USD = Range(whole=False, low=0, high=1_000_000_000, unit="US dollars")
+PRICE_PER_MTOK = Range(whole=False, low=0, high=100_000, unit="US dollars per million tokens")
+PRICE_PARTS = ("input", "output", "cache_read", "cache_write")
+
+
+def check_price(parts: Any, what: str) -> dict[str, float]:
+    """One model's price as a person gives it (the config's `prices:`, the
+    Python options' `prices`): `input` and `output` required, `cache_read`
+    and `cache_write` optional, each in US dollars per million tokens."""
+    if not isinstance(parts, Mapping):
+        raise InputError(f"{what} must map input and output to prices, not {_show(parts)}")
+    unknown = sorted(str(k) for k in parts if k not in PRICE_PARTS)
+    if unknown:
+        raise InputError(
+            f"{what} has an unknown part '{unknown[0]}'; known parts: {', '.join(PRICE_PARTS)}"
+        )
+    missing = [k for k in ("input", "output") if k not in parts]
+    if missing:
+        raise InputError(f"{what} needs {' and '.join(missing)} (US dollars per million tokens)")
+    return {k: float(PRICE_PER_MTOK.check(parts[k], f"{what} {k}")) for k in PRICE_PARTS if k in parts}
 
 
 def check_usage(data: Mapping[str, Any], source: str) -> None:

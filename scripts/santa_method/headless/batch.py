@@ -27,8 +27,10 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import BackendError, InputError, StartError
+from santa_method.core.reviewers import Reviewer, parse_entry, reviewer_slots
 from santa_method.core.types import Rubric
 from santa_method.headless import options as options_
+from santa_method.headless.backends import prices
 from santa_method.headless.backends.base import (
     Backend,
     require_prerequisites,
@@ -36,7 +38,7 @@ from santa_method.headless.backends.base import (
 from santa_method.headless.batch_run import BatchRun, BatchSettings
 from santa_method.headless.options import BatchOptions, EventHook
 from santa_method.headless.results import BatchResult
-from santa_method.headless.reviewing import resolve_backend
+from santa_method.headless.routing import Backends, resolve_backend
 from santa_method.state import batches
 from santa_method.state.batches import BatchItem, ItemStore
 from santa_method.state.model.batch import BatchOptionsRecord, BatchState
@@ -78,23 +80,32 @@ def _check_items(
 _BATCH_ONLY_OPTIONS = frozenset({"state_path", "poll_interval", "gather_window", "on_progress"})
 
 
-async def _require_backend(backend: str | Backend, name: str, options: dict[str, Any]) -> None:
-    """Before the batch exists, the backend must be able to start (no key, no
-    package, no login: every missing one named), so a setup problem leaves
-    no batch and no run behind."""
+async def _require_backend(
+    backend: str | Backend,
+    name: str,
+    options: dict[str, Any],
+    others: list[Reviewer],
+    given: Any,
+) -> None:
+    """Before the batch exists, every backend it calls must be able to start
+    (no key, no package, no login: every missing one named), so a setup
+    problem leaves no batch and no run behind. `others`: the reviewers,
+    screens and fixer whose entries name a backend of their own."""
     if not isinstance(backend, str):
         await require_prerequisites(backend)
-        return
-    base = "anthropic" if backend == "anthropic-batch" else backend
-    try:
-        probe = resolve_backend(
-            base, **{k: v for k, v in options.items() if k not in _BATCH_ONLY_OPTIONS}
-        )
-    except StartError:
-        raise
-    except BackendError as exc:
-        raise StartError(str(exc)) from None
-    await require_prerequisites(probe, name)
+    else:
+        base = "anthropic" if backend == "anthropic-batch" else backend
+        try:
+            probe = resolve_backend(
+                base, **{k: v for k, v in options.items() if k not in _BATCH_ONLY_OPTIONS}
+            )
+        except StartError:
+            raise
+        except BackendError as exc:
+            raise StartError(str(exc)) from None
+        await require_prerequisites(probe, name)
+    routed = Backends(name, given=given)  # its default (asked above) is never made
+    await routed.require_all([routed.seat(r) for r in others if r.backend not in (None, name)])
 
 
 def verify_batch(
@@ -153,7 +164,17 @@ async def _verify_batch(
     max_resamples = numbers.RESAMPLES.check(max_resamples, "max_resamples")
     # One failing item is not a pattern: SYSTEMIC_MIN starts at 2.
     systemic_min = numbers.SYSTEMIC_MIN.check(systemic_min, "systemic_min")
-    reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
+    if reviewers is not None:
+        numbers.REVIEWERS.check(reviewers, "reviewers")
+    # The one rule for the models list (`core/reviewers.py`): names santa
+    # cannot route and a count that disagrees are refused before anything.
+    slots = reviewer_slots(models, reviewers)
+    reviewers = len(slots)
+    first = slots[0].entry if models else None
+    screen_entry = screen_model if screen_model is not None else first
+    screen = Reviewer("screen", *(parse_entry(screen_entry) if screen_entry else (None, None)))
+    fixer = Reviewer("fixer", slots[0].backend, slots[0].model)
+    custom = prices.custom_prices(opts.prices)
     max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
     for name, value, allowed in (
         ("budget_usd", max_cost_usd, numbers.BUDGET_USD),
@@ -165,12 +186,9 @@ async def _verify_batch(
             allowed.check(value, name)
     name = backend if isinstance(backend, str) else getattr(backend, "name", "custom")
     if max_cost_usd is not None:
-        from santa_method.headless.backends import prices
-
-        wanted: list[str | None] = [*(models or ()), screen_model]
-        if not models:
-            wanted.insert(0, None)  # the backend's default model
-        prices.require_prices(name, wanted)
+        prices.require_prices(
+            [(r.on(name).backend, r.model) for r in (*slots, screen, fixer)], custom
+        )
     if in_place and any(i.path is None for i in checked):
         raise InputError(
             "--in-place edits files; JSONL items get their fixes in the batch's fixed.jsonl"
@@ -201,7 +219,9 @@ async def _verify_batch(
         max_cost_usd=max_cost_usd,
         seed=seed,
     )
-    await _require_backend(backend, name, backend_options or {})
+    await _require_backend(
+        backend, name, backend_options or {}, [*slots, screen, fixer], opts.backends
+    )
     fingerprint = batches.fingerprint(checked, spec, options)
     warnings: list[str] = []
     with contextlib.ExitStack() as held:
@@ -252,8 +272,9 @@ async def _verify_batch(
                 max_cost_usd=max_cost_usd,
                 reviewers=reviewers,
                 models=list(models) if models else None,
-                fixer_model=models[0] if models else None,
-                screen_model=screen_model or (models[0] if models else None),
+                fixer=fixer,
+                screen=screen,
+                prices=custom,
                 timeout=timeout,
                 log=log,
                 project_dir=str(Path(project_dir).resolve())
@@ -264,6 +285,7 @@ async def _verify_batch(
                 else (None if name == "anthropic-batch" else CONCURRENCY.get(name, 4)),
             ),
             backend_options or {},
+            opts.backends,
             field_name,
             bool(resume),
             warnings,
@@ -280,6 +302,7 @@ async def _drive_batch(
     name: str,
     settings: BatchSettings,
     backend_options: dict[str, Any],
+    given: Any,
     field_name: str,
     resumed: bool,
     warnings: list[str],
@@ -291,14 +314,19 @@ async def _drive_batch(
         from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
 
         impl: Backend = AnthropicBatchBackend(
+            **_priced(backend, settings.prices),
             state_path=folder / "message-batches.json",
             on_progress=(lambda data: on_event("message_batch", data)) if on_event else None,
             **backend_options,
         )
     else:
-        impl = resolve_backend(backend, **backend_options)
+        impl = resolve_backend(backend, **_priced(backend, settings.prices), **backend_options)
+    # One instance per backend the batch calls, shared by all its items.
+    held = Backends(impl, given=given, prices=settings.prices)
+    for r in (*reviewer_slots(settings.models, settings.reviewers), settings.screen, settings.fixer):
+        held.get(r.backend)
     book = batches.Book(state, ItemStore(state, checked, field_name))
-    runner = BatchRun(book, impl, resolved, spec, settings, on_event)
+    runner = BatchRun(book, held, resolved, spec, settings, on_event)
     runner.warnings.extend(warnings)
     runner.emit(
         "batch_start",
@@ -311,10 +339,13 @@ async def _drive_batch(
         return await runner.run()
     finally:
         runner.save()
-        closer = getattr(impl, "aclose", None)
-        if owned and closer is not None:
-            with contextlib.suppress(Exception):
-                await closer()
+        await held.aclose(default=owned)
+
+
+def _priced(backend: str | Backend, custom: prices.Overrides) -> dict[str, Any]:
+    """The project's prices for a backend santa makes and counts the cost of."""
+    counted = isinstance(backend, str) and backend in prices.PRICED_BACKENDS
+    return {"prices": custom} if counted and custom else {}
 
 
 def verify_batch_sync(

@@ -29,13 +29,16 @@ from santa_method.core import assignments, batch_rules, budget
 from santa_method.core.errors import BackendError, InputError, RefusedError, StartError
 from santa_method.core.files import read_exact
 from santa_method.core.merge import flags_of, merge_flags
+from santa_method.core.reviewers import Reviewer
 from santa_method.core.types import Rubric
-from santa_method.headless.backends.base import Backend, FixRequest, Tokens
+from santa_method.headless.backends import prices
+from santa_method.headless.backends.base import FixRequest, Tokens
 from santa_method.headless.backends.checked import ask_fix
 from santa_method.headless.loop import verify
 from santa_method.headless.options import EventHook, VerifyOptions
 from santa_method.headless.results import BatchResult
 from santa_method.headless.reviewing import first_error, review_once
+from santa_method.headless.routing import Backends
 from santa_method.state import batches
 from santa_method.state.atomic import replace_text
 from santa_method.state.model.batch import ScreenFix, ScreenRecord, Wave
@@ -51,8 +54,11 @@ class BatchSettings:
     max_cost_usd: float | None
     reviewers: int
     models: list[str] | None
-    fixer_model: str | None
-    screen_model: str | None
+    fixer: Reviewer
+    """Who fixes a flagged item (a backend and model; None: the batch's own)."""
+    screen: Reviewer
+    """Who screens."""
+    prices: prices.Overrides
     timeout: float | None
     log: str | os.PathLike[str] | None
     project_dir: str
@@ -70,7 +76,7 @@ class BatchRun:
     def __init__(
         self,
         book: batches.Book,
-        impl: Backend,
+        backends: Backends,
         rubric: Rubric,
         spec: str,
         settings: BatchSettings,
@@ -79,7 +85,10 @@ class BatchRun:
         self.book = book
         self.state = book.state
         self.store = book.store
-        self.impl = impl
+        self.backends = backends
+        self.impl = backends.default
+        self.screener = backends.seat(settings.screen)
+        self.fixer = backends.seat(settings.fixer)
         self.rubric = rubric
         self.spec = spec
         self.settings = settings
@@ -351,6 +360,8 @@ class BatchRun:
                 reviewers=self.settings.reviewers,
                 models=self.settings.models,
                 backend=self.impl,
+                backends=self.backends.lent(),
+                prices=self.settings.prices,
                 max_fixes=self.settings.max_fixes,
                 budget_usd=left,
                 timeout=self.settings.timeout,
@@ -423,7 +434,7 @@ class BatchRun:
         boundary = self._boundary(criterion, text)
         canary = _digest(self.batch_id, str(wave.number), item, criterion, "canary")[:24]
         result, record = await review_once(
-            self.impl,
+            self.screener,
             narrow,
             prefix=assignments.reviewer_prefix(markdown, self.spec, boundary),
             round_part=assignments.screening_round_part(
@@ -435,7 +446,6 @@ class BatchRun:
             ),
             output=text,
             canary=canary,
-            model=self.settings.screen_model,
             timeout=self.settings.timeout,
             project_dir=self.settings.project_dir,
         )
@@ -474,13 +484,13 @@ class BatchRun:
             assignment=assignment,
             target_path=str(scratch),
             output=text,
-            model=self.settings.fixer_model,
+            model=self.fixer.model,
             timeout=self.settings.timeout,
             project_dir=self.settings.project_dir,
         )
         try:
             async with asyncio.timeout(self.settings.timeout):  # None: no limit
-                reply = await ask_fix(self.impl, request)
+                reply = await ask_fix(self.fixer.backend, request)
         except TimeoutError:
             raise BackendError(
                 f"the screen's fixer timed out after {self.settings.timeout:g}s"

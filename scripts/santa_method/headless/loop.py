@@ -30,19 +30,18 @@ from santa_method.core import assignments, budget, numbers
 from santa_method.core.errors import BackendError, InputError, RefusedError
 from santa_method.core.files import read_exact
 from santa_method.core.locate import changed_paths
+from santa_method.core.reviewers import one_mind
 from santa_method.core.types import Rubric
 from santa_method.headless import options as options_
-from santa_method.headless.backends.base import (
-    Backend,
-    FixReply,
-    FixRequest,
-    require_prerequisites,
-)
+from santa_method.headless import routing
+from santa_method.headless.backends import prices
+from santa_method.headless.backends.base import FixReply, FixRequest
 from santa_method.headless.backends.checked import ask_fix
 from santa_method.headless.change import Change, fix_change, open_change
 from santa_method.headless.options import VerifyOptions
 from santa_method.headless.results import RoundRecord, VerifyResult
-from santa_method.headless.reviewing import LoopRun, models_for, resolve_backend
+from santa_method.headless.reviewing import LoopRun
+from santa_method.headless.routing import Backends
 from santa_method.state import locks, sources
 from santa_method.state.atomic import replace_bytes, replace_text
 from santa_method.state.events import log_event
@@ -129,25 +128,20 @@ async def _verify(
     against_diff = opts.against_diff
     rubric = opts.rubric
     reviewers = opts.reviewers
-    models = opts.models
-    fixer_model = opts.fixer_model
     backend = opts.backend
     max_fixes = opts.max_fixes
     budget_usd = opts.budget_usd
     timeout = opts.timeout
-    cache_warm = opts.cache_warm
     pre_check = opts.pre_check
     in_place = opts.in_place
-    log = opts.log
-    on_event = opts.on_event
     project_dir = opts.project_dir
     resume_run = opts.resume_run
     close_backend = opts.close_backend
-    resumable = opts.resumable
-    from santa_method.core.rubric import load_rubric, render_markdown, rubric_hash
-    from santa_method.state.paths import ensure_santa_dir, project_root, project_rubrics_dir
+    from santa_method.core.rubric import load_rubric
+    from santa_method.state.paths import project_root, project_rubrics_dir
 
-    reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
+    if reviewers is not None:
+        reviewers = numbers.REVIEWERS.check(reviewers, "reviewers")
     max_fixes = numbers.MAX_FIXES.check(max_fixes, "max_fixes")
     if budget_usd is not None:
         budget_usd = numbers.BUDGET_USD.check(budget_usd, "budget_usd")
@@ -172,49 +166,70 @@ async def _verify(
         else load_rubric(rubric, search_dirs=(project_rubrics_dir(),))
     )
     assert resolved is not None
-    impl = resolve_backend(backend)
-    replayed: str | None = getattr(impl, "replayed", None)
-    recorder = None
-    if opts.record is not None:
-        if replayed is not None:
-            raise InputError("a replayed run calls no backend, so it has nothing to record")
-        from santa_method.headless.backends.replay import Recorder
+    checked = dataclasses.replace(
+        opts, reviewers=reviewers, max_fixes=max_fixes, budget_usd=budget_usd, timeout=timeout
+    )
+    custom = prices.custom_prices(opts.prices)
+    backends = Backends(backend, given=opts.backends, prices=custom, record=opts.record)
+    try:
+        return await _verify_with(spec, output, checked, resolved, root, change, backends, custom)
+    finally:
+        await backends.aclose(default=close_backend)
 
-        impl = recorder = Recorder(impl, opts.record)
+
+async def _verify_with(
+    spec: str,
+    output: str | os.PathLike[str] | None,
+    opts: VerifyOptions,
+    resolved: Rubric,
+    root: str,
+    change: Change | None,
+    backends: Backends,
+    custom: prices.Overrides,
+) -> VerifyResult:
+    """`verify` once its arguments are checked, with the backends it holds."""
+    from santa_method.core.rubric import render_markdown, rubric_hash
+    from santa_method.state.paths import ensure_santa_dir
+
+    budget_usd, max_fixes, pre_check = opts.budget_usd, opts.max_fixes, opts.pre_check
+    in_place, resume_run, resumable = opts.in_place, opts.resume_run, opts.resumable
+    # Which backend answers whom: a name santa cannot route is refused here, before any call.
+    the_route = routing.route(backends, opts.models, opts.reviewers, opts.fixer_model)
+    reviewers = len(the_route.seats)
+    replayed = backends.replayed
     if replayed is not None and resume_run:
         raise InputError(
             "a run is replayed from its start, never resumed: replay it again in a new run"
         )
     # Before any run exists: a setup problem is no verdict, and all of it is named at once.
-    await require_prerequisites(impl)
-    labels_all = _labels(reviewers)
-    per_label = models_for(models, labels_all)
-    if budget_usd is not None:
-        from santa_method.headless.backends import prices
-
-        prices.require_prices(getattr(impl, "name", None), [*per_label.values(), fixer_model])
+    await backends.require_all([*the_route.seats, the_route.fixer])
+    routing.require_prices(the_route, budget_usd, custom)
+    impl = backends.default
     run = LoopRun(
         impl,
         resolved,
-        models=per_label,
-        fixer_model=fixer_model or (models[0] if models else None),
-        timeout=timeout,
-        cache_warm=cache_warm,
+        route=the_route,
+        timeout=opts.timeout,
+        cache_warm=opts.cache_warm,
         project_dir=root,
-        on_event=on_event,
+        on_event=opts.on_event,
     )
     run.replayed = replayed
-    if recorder is not None:
 
-        def recorded_warning(message: str) -> None:
-            run.warnings.append(message)
-            run.emit("warning", text=message)
+    def recorded_warning(message: str) -> None:
+        run.warnings.append(message)
+        run.emit("warning", text=message)
 
+    for recorder in backends.recorders:
         recorder.on_warning = recorded_warning
-    if len(set(per_label.values())) == 1 and replayed is None:
+    if len({(s.backend_name, s.model) for s in the_route.seats}) == 1 and replayed is None:
         run.warnings.append(
             "all reviewers use the same model; different models make their errors less correlated"
         )
+    jury = the_route.jury()
+    same_mind = one_mind(jury, opts.author_model)
+    if same_mind is not None:
+        run.warnings.append(same_mind)
     santa = ensure_santa_dir()
     work = santa / "work"
     work.mkdir(exist_ok=True)
@@ -259,9 +274,14 @@ async def _verify(
         if opened is not None:
             run_id = opened.run_id
             run.emit(
-                "run_start", run_id=run_id, backend=impl.name, reviewers=reviewers, resumed=True
+                "run_start",
+                run_id=run_id,
+                backend=impl.name,
+                reviewers=reviewers,
+                resumed=True,
+                jury=[j.describe() for j in jury],
             )
-            return await _guarded(run, impl, opened, working, budget_usd, close_backend, resumable)
+            return await _guarded(run, opened, working, budget_usd, resumable)
         if change is not None:
             working, original, target = change, None, change.target
             if in_place and max_fixes > 0:
@@ -290,14 +310,15 @@ async def _verify(
             reviewers=reviewers,
             max_fixes=max_fixes,
             source="api",
-            models=[per_label[label] for label in labels_all] if models else None,
+            models=list(the_route.entries) if the_route.entries else None,
             budget_usd=budget_usd,
             pre_check=pre_check,
-            log_path=log,
+            log_path=opts.log,
             cwd=root,
             run_id=new_id,
             in_place=in_place,
             replayed=replayed,
+            author_model=opts.author_model,
         )
         run_id = opened.run_id
         run.emit(
@@ -307,17 +328,16 @@ async def _verify(
             reviewers=reviewers,
             original=original,
             replayed=replayed,
+            jury=[j.describe() for j in jury],
         )
-        return await _guarded(run, impl, opened, working, budget_usd, close_backend, resumable)
+        return await _guarded(run, opened, working, budget_usd, resumable)
 
 
 async def _guarded(
     run: LoopRun,
-    impl: Backend,
     opened: Any,
     working: Path | Change,
     budget_usd: float | None,
-    close_backend: bool,
     resumable: bool,
 ) -> VerifyResult:
     """Drive the run; any error escalates it (never shipped) and propagates.
@@ -336,18 +356,6 @@ async def _guarded(
     except BaseException as exc:
         _escalate_quietly(opened.run_id, f"the run stopped on an error: {exc}")
         raise
-    finally:
-        if close_backend:
-            closer = getattr(impl, "aclose", None)
-            if closer is not None:
-                with contextlib.suppress(Exception):
-                    await closer()
-
-
-def _labels(n: int) -> list[str]:
-    from santa_method.core.gate import default_labels
-
-    return default_labels(n)
 
 
 def _escalate_quietly(run_id: str, reason: str) -> None:
@@ -390,7 +398,7 @@ async def _drive(
                 run_id,
                 opened.round,
                 reply=text,
-                agent_id=f"{run.backend.name}:{label}:{secrets.token_hex(4)}",
+                agent_id=f"{run.route.seat(label).backend_name}:{label}:{secrets.token_hex(4)}",
                 transcript_path="",
                 failed=not result.valid,
                 errors=result.errors,
@@ -400,7 +408,7 @@ async def _drive(
                 model=record.model,
                 duration_s=record.duration_s,
             )
-            run.spend(record.tokens, record.cost_usd, logged=True)
+            run.spend(record.tokens, record.cost_usd, logged=True, by=record.backend)
             records.append(record)
         last_round_cost = (run.cost or 0.0) - cost_before
         gate = gate_run(run_id, checks=sources.LOOP)
@@ -472,12 +480,12 @@ async def _fix(
             # One fixer call per changed file, each file replaced atomically.
             fix = await fix_change(
                 run.call,
-                run.backend,
+                run.fixer.backend,
                 run_id=run_id,
                 round_number=round_number,
                 diff=output,
                 change=working,
-                model=run.fixer_model,
+                model=run.fixer.model,
                 timeout=run.timeout,
                 fix_alone=run.fix_alone,
             )
@@ -485,14 +493,14 @@ async def _fix(
             fix = await _fix_file(run, run_id, round_number, fixer_text, output, working)
     except ChangedMeanwhile as exc:
         spent = exc.spent if isinstance(exc.spent, FixReply) else FixReply(output=None)
-        run.spend(spent.tokens, spent.cost_usd, logged=False)
+        run.spend(spent.tokens, spent.cost_usd, logged=False, by=run.fixer.backend_name)
         reason = str(exc)
         log_event(run_id, "escalate", data={"reason": reason, **run.take_unlogged()})
         return spent, {"reason": reason}
-    run.spend(fix.tokens, fix.cost_usd, logged=False)
+    run.spend(fix.tokens, fix.cost_usd, logged=False, by=run.fixer.backend_name)
     data = {
-        "backend": run.backend.name,
-        "model": fix.model or run.fixer_model,
+        "backend": run.fixer.backend_name,
+        "model": fix.model or run.fixer.model,
         "notes": fix.notes[:4000],
         "duration_s": round(time.monotonic() - began, 3),
     }
@@ -521,12 +529,12 @@ async def _fix_file(
     fix: FixReply = await run.call(
         "the fixer",
         ask_fix(
-            run.backend,
+            run.fixer.backend,
             FixRequest(
                 assignment=fixer_text,
                 target_path=str(copy),
                 output=output,
-                model=run.fixer_model,
+                model=run.fixer.model,
                 timeout=run.timeout,
                 project_dir=run.project_dir,
             ),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,20 +23,34 @@ from santa_method.core.batch_rules import DEFAULT_MIN_ITEMS
 if TYPE_CHECKING:
     from santa_method.core.types import Rubric
     from santa_method.headless.backends.base import Backend
+    from santa_method.headless.backends.prices import Price
 
 EventHook = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
 class VerifyOptions:
-    """The settings of one `verify` run (see `verify` for what each does)."""
+    """The settings of one `verify` run (see `verify` for what each does).
+
+    `models` has one entry per reviewer, `MODEL` (answered by `backend`) or
+    `BACKEND:MODEL` (`anthropic:claude-sonnet-4-5`, `openai:gpt-5.1`), and
+    their number is the number of reviewers (one entry: every reviewer);
+    `reviewers`, when given, must agree, and is 2 without models. The fixer
+    is `fixer_model` (either form), else the first reviewer's. `backends`
+    lends instances by name for the backends `models` names (an
+    `OpenAIBackend(base_url=...)` as `openai`); `prices` gives the price of
+    models the table lacks, `{model: {"input": USD, "output": USD}}` per
+    million tokens (0 for a local one), as the config's `prices:` does.
+    """
 
     against_diff: str | None = None
     rubric: str | Rubric = "base"
-    reviewers: int = 2
+    reviewers: int | None = None
     models: Sequence[str] | None = None
     fixer_model: str | None = None
     backend: str | Backend = "anthropic"
+    backends: Mapping[str, Backend] | None = None
+    prices: Mapping[str, Mapping[str, float] | Price] | None = None
     max_fixes: int = 3
     budget_usd: float | None = None
     timeout: float | None = None
@@ -51,6 +65,9 @@ class VerifyOptions:
     resumable: bool = False
     record: str | os.PathLike[str] | None = None
     """A folder to keep every backend reply in, for `backend="replay:DIR"`."""
+    author_model: str | None = None
+    """The model that wrote the output: when every reviewer is of its family,
+    the run warns (once) that they tend to miss what it missed."""
     max_cost_usd: float | None = None
     """The old name of `budget_usd` (deprecated): moved there, and None after."""
 
@@ -60,12 +77,16 @@ class VerifyOptions:
 
 @dataclass(frozen=True)
 class BatchOptions:
-    """The settings of one `verify_batch` call (see `verify_batch`)."""
+    """The settings of one `verify_batch` call (see `verify_batch`); `models`,
+    `reviewers`, `backends` and `prices` as in `VerifyOptions`, the screens
+    and the fixer on `screen_model` and the first model."""
 
     rubric: str | Rubric = "base"
-    reviewers: int = 2
+    reviewers: int | None = None
     models: Sequence[str] | None = None
     backend: str | Backend = "anthropic"
+    backends: Mapping[str, Backend] | None = None
+    prices: Mapping[str, Mapping[str, float] | Price] | None = None
     backend_options: dict[str, Any] | None = None
     rate: float | None = None
     minimum: int | None = None

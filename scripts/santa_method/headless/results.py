@@ -17,6 +17,9 @@ from santa_method.headless.backends.base import Tokens
 
 @dataclass(frozen=True)
 class ReviewerRecord:
+    """One reviewer slot's part of a gate: who answered it (`backend`,
+    `model`), what it said and what it cost."""
+
     label: str
     model: str | None
     valid: bool
@@ -27,11 +30,21 @@ class ReviewerRecord:
     cost_usd: float | None
     duration_s: float | None = None
     """Seconds the backend took to answer, over every ask."""
+    backend: str | None = None
+
+    @property
+    def family(self) -> str:
+        """The family of the model that answered (`core/reviewers.py`)."""
+        from santa_method.core.reviewers import model_family
+
+        return model_family(self.backend, self.model)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "label": self.label,
+            "backend": self.backend,
             "model": self.model,
+            "family": self.family,
             "valid": self.valid,
             "verdict": self.verdict,
             "asks": self.asks,

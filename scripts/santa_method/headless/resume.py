@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,10 @@ async def resume(
     timeout: float | None = None,
     cache_warm: bool = False,
     on_event: EventHook | None = None,
+    prices: Mapping[str, Any] | None = None,
 ) -> VerifyResult:
-    """Continue the interrupted headless run `run_id` to NICE or escalated.
+    """Continue the interrupted headless run `run_id` to NICE or escalated
+    (`prices` as `VerifyOptions.prices`: the project's, which keep its budget).
 
     Refused (InputError) while another process drives it, and for runs that
     are closed or driven step by step.
@@ -109,6 +112,7 @@ async def resume(
             reviewers=state.reviewers,
             models=state.models,
             backend=backend,
+            prices=prices,
             max_fixes=state.max_fixes,
             budget_usd=_budget_left(state),
             timeout=timeout,
@@ -118,6 +122,7 @@ async def resume(
             on_event=on_event,
             project_dir=state.cwd,
             resume_run=run_id,
+            author_model=state.author_model,
         ),
     )
 

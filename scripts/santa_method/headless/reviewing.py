@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from santa_method.core import reask
-from santa_method.core.errors import BackendError, InputError
+from santa_method.core.errors import BackendError
 from santa_method.core.review import validate_object, validate_reply
 from santa_method.core.schema import strict_schema
 from santa_method.core.types import Rubric, ValidationResult
@@ -33,56 +33,20 @@ from santa_method.headless.backends.base import (
 from santa_method.headless.backends.checked import ask_review
 from santa_method.headless.options import EventHook
 from santa_method.headless.results import ReviewerRecord, RoundRecord
-
-
-def resolve_backend(backend: str | Backend, **options: Any) -> Backend:
-    """A backend instance from a name (`anthropic`, `claude`, `replay:DIR`)
-    or the instance itself."""
-    if not isinstance(backend, str):
-        return backend
-    from santa_method.headless.backends.replay import ReplayBackend, replay_folder
-
-    folder = replay_folder(backend)
-    if folder is not None:
-        return ReplayBackend(folder)
-    if backend == "anthropic":
-        from santa_method.headless.backends.anthropic import AnthropicBackend
-
-        return AnthropicBackend(**options)
-    if backend == "claude":
-        from santa_method.headless.backends.claude import ClaudeBackend
-
-        return ClaudeBackend(**options)
-    if backend == "anthropic-batch":
-        from santa_method.headless.backends.anthropic_batch import AnthropicBatchBackend
-
-        if "state_path" not in options:
-            raise InputError(
-                "the anthropic-batch backend needs state_path= (where its batches are kept)"
-            )
-        return AnthropicBatchBackend(**options)
-    raise InputError(
-        f"unknown backend '{backend}'; use 'anthropic', 'claude', 'anthropic-batch' or 'replay:DIR'"
-    )
-
-
-def models_for(models: Sequence[str] | None, labels: Sequence[str]) -> dict[str, str | None]:
-    """Model per reviewer label: the list is read in order and repeats (as in the config)."""
-    if not models:
-        return {label: None for label in labels}
-    return {label: models[i % len(models)] for i, label in enumerate(labels)}
+from santa_method.headless.routing import Route, Seat
 
 
 class LoopRun:
-    """The mutable bookkeeping of one `verify` call."""
+    """The mutable bookkeeping of one `verify` call. `backend` is the run's
+    own (`--backend`, named in its log and result); `route` says which
+    instance answers each reviewer slot and the fixer."""
 
     def __init__(
         self,
         backend: Backend,
         rubric: Rubric,
         *,
-        models: dict[str, str | None],
-        fixer_model: str | None,
+        route: Route,
         timeout: float | None,
         cache_warm: bool,
         project_dir: str,
@@ -90,8 +54,7 @@ class LoopRun:
     ) -> None:
         self.backend = backend
         self.rubric = rubric
-        self.models = models
-        self.fixer_model = fixer_model
+        self.route = route
         self.timeout = timeout
         self.cache_warm = cache_warm
         self.project_dir = project_dir
@@ -113,12 +76,18 @@ class LoopRun:
             with contextlib.suppress(Exception):  # a broken live view must not break the run
                 self.on_event(kind, data)
 
-    def spend(self, tokens: Tokens, cost: float | None, *, logged: bool) -> None:
+    @property
+    def fixer(self) -> Seat:
+        return self.route.fixer
+
+    def spend(
+        self, tokens: Tokens, cost: float | None, *, logged: bool, by: str | None = None
+    ) -> None:
         self.tokens = self.tokens + tokens
         if cost is None:
             if self.cost is not None:
                 self.warnings.append(
-                    f"the {self.backend.name} backend reported no cost for a call; "
+                    f"the {by or self.backend.name} backend reported no cost for a call; "
                     "the money budget cannot be enforced"
                 )
             self.cost = None
@@ -173,14 +142,15 @@ class LoopRun:
         on_started: Callable[[], None] | None,
     ) -> tuple[str, ValidationResult, ReviewerRecord]:
         """One reviewer, re-asked as ARCHITECTURE.md says ("Re-asking"); returns (reply text, result, record)."""
-        model = self.models.get(label)
+        seat = self.route.seat(label)
+        model = seat.model
         followups: list[FollowUp] = []
         session: str | None = None
         tokens, cost = Tokens(), 0.0
         cost_known = True
         waited = 0.0
         asks = reask.Asks()
-        self.emit("reviewer_start", label=label, model=model)
+        self.emit("reviewer_start", label=label, model=model, backend=seat.backend_name)
         while True:
             request = ReviewRequest(
                 prefix=prefix,
@@ -197,8 +167,8 @@ class LoopRun:
             began = time.monotonic()
             reply = await self.call(
                 f"reviewer {label}",
-                ask_review(self.backend, request),
-                queued=bool(getattr(self.backend, "queued", False)),
+                ask_review(seat.backend, request),
+                queued=bool(getattr(seat.backend, "queued", False)),
             )
             waited += time.monotonic() - began
             on_started = None
@@ -223,6 +193,7 @@ class LoopRun:
             break
         record = ReviewerRecord(
             label=label,
+            backend=seat.backend_name,
             model=reply.model or model,
             valid=result.valid,
             verdict=result.verdict if result.valid else None,
@@ -269,31 +240,33 @@ class LoopRun:
 
 
 async def review_once(
-    backend: Backend,
+    seat: Seat,
     rubric: Rubric,
     *,
     prefix: str,
     round_part: str,
     output: str,
     canary: str,
-    model: str | None = None,
     timeout: float | None = None,
     project_dir: str = ".",
-    label: str = "screen",
 ) -> tuple[ValidationResult, ReviewerRecord]:
-    """One reviewer outside a run (a batch's screen), re-asked exactly as in a run."""
+    """One reviewer outside a run (a batch's screen, `seat`), re-asked exactly as in a run."""
     run = LoopRun(
-        backend,
+        seat.backend,
         rubric,
-        models={label: model},
-        fixer_model=None,
+        route=Route((seat,), seat),
         timeout=timeout,
         cache_warm=False,
         project_dir=project_dir,
         on_event=None,
     )
     _text, result, record = await run.review_slot(
-        label, prefix=prefix, round_part=round_part, output=output, canary=canary, on_started=None
+        seat.label,
+        prefix=prefix,
+        round_part=round_part,
+        output=output,
+        canary=canary,
+        on_started=None,
     )
     return result, record
 

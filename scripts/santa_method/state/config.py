@@ -1,8 +1,8 @@
 """Project defaults from `.santa/config.yaml`; command-line flags override them.
 
 A project states once how it verifies (rubric, how many reviewers, which
-models, the fix cap, a budget, the deterministic pre-check) instead of
-repeating flags in every call. The file is strict: an unknown key or a
+models, the fix cap, a budget, the deterministic pre-check, the price of a
+model santa has no list price for) instead of repeating flags in every call. The file is strict: an unknown key or a
 value of the wrong type stops the command with one sentence naming the key,
 because a typo such as `max_fix: 1` silently ignored would change what
 "verified" means. See `examples/config.yaml` for every key, documented.
@@ -19,11 +19,14 @@ from typing import Any
 
 from santa_method.core import numbers
 from santa_method.core.errors import InputError
+from santa_method.core.reviewers import parse_entry, reviewer_slots
 from santa_method.state import paths
 
 CONFIG_NAME = "config.yaml"
 
 Models = tuple[str, ...] | Mapping[str, str] | None
+#: model -> {"input": USD, "output": USD, ...} per million tokens.
+Prices = Mapping[str, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -31,10 +34,14 @@ class Config:
     """The effective settings of a run.
 
     `models`: None inherits the backend's (or Claude Code's) default; a tuple
-    is read in reviewer order and repeats when there are more reviewers than
-    entries (one entry means "every reviewer"); a mapping goes by reviewer
-    label (`B`, `C`, ...), with the optional key `default` for the others.
-    `log` is None for the default log (`SANTA_LOG`, else `.santa/log.jsonl`).
+    has one entry per reviewer, `MODEL` or `BACKEND:MODEL`, and sets how
+    many there are (`core/reviewers.py`; one entry alone means "every
+    reviewer"); a mapping goes by reviewer label (`B`, `C`, ...), with the
+    optional key `default` for the others. `prices` gives a model's price in
+    US dollars per million tokens (`input`, `output`, optionally
+    `cache_read`, `cache_write`), over the shipped table; 0 for a local
+    model. `log` is None for the default log (`SANTA_LOG`, else
+    `.santa/log.jsonl`).
     """
 
     rubric: str = "base"
@@ -44,6 +51,7 @@ class Config:
     budget_usd: float | None = None
     pre_check: str | None = None
     log: Path | None = None
+    prices: Prices | None = None
 
     def override(self, **cli_values: Any) -> Config:
         """A copy with each given value replacing the config's; None keeps it.
@@ -56,7 +64,16 @@ class Config:
         if unknown:
             raise TypeError(f"Config.override() got unknown settings: {', '.join(unknown)}")
         given = {k: v for k, v in cli_values.items() if v is not None}
-        return replace(self, **_check_values(given, source="the command line", base=None))
+        values = _check_values(given, source="the command line", base=None)
+        if "models" not in values and isinstance(self.models, tuple) and "reviewers" in values:
+            # The config's list sets the count; a flag that says otherwise is refused.
+            reviewer_slots(
+                self.models,
+                values["reviewers"],
+                what="the config's 'models'",
+                count_what="the command line's 'reviewers'",
+            )
+        return replace(self, **values)
 
     def model_for(self, index: int, label: str) -> str | None:
         """The model of reviewer slot `index` (0-based) labelled `label`, None to inherit."""
@@ -80,6 +97,9 @@ class Config:
             "budget_usd": self.budget_usd,
             "pre_check": self.pre_check,
             "log": str(self.log) if self.log is not None else None,
+            "prices": None
+            if self.prices is None
+            else {model: dict(parts) for model, parts in self.prices.items()},
         }
 
 
@@ -157,6 +177,21 @@ def _settings(text: str, source: str) -> dict[str, Any]:
     return data
 
 
+def _settle_count(values: dict[str, Any], *, source: str) -> None:
+    """A models list of two or more entries is the reviewer count (one rule
+    for flags, the config and the Python API: `core/reviewers.py`); a
+    `reviewers` given beside it must agree."""
+    models = values.get("models")
+    if isinstance(models, tuple) and len(models) >= 2:
+        slots = reviewer_slots(
+            models,
+            values.get("reviewers"),
+            what=f"{source}: 'models'",
+            count_what="'reviewers'",
+        )
+        values["reviewers"] = len(slots)
+
+
 def _check_values(data: Mapping[Any, Any], *, source: str, base: Path | None) -> dict[str, Any]:
     defaults = {f.name: f.default for f in fields(Config)}
     out: dict[str, Any] = {}
@@ -169,6 +204,7 @@ def _check_values(data: Mapping[Any, Any], *, source: str, base: Path | None) ->
             out[key] = None  # an explicit null is the default: inherit / none
             continue
         out[key] = _CHECKS[key](value, f"{source}: '{key}'", base)
+    _settle_count(out, source=source)
     return out
 
 
@@ -213,6 +249,8 @@ def _models(value: Any, what: str, _base: Path | None) -> Models:
             raise InputError(
                 f"{what} must be a model name, a list of model names, or a map of reviewer label to model name"
             )
+        for m in value:
+            parse_entry(m, what)  # a name santa cannot route is refused now, not at the first call
         return tuple(m.strip() for m in value)
     if isinstance(value, Mapping):
         if not value or not all(
@@ -222,10 +260,28 @@ def _models(value: Any, what: str, _base: Path | None) -> Models:
             raise InputError(
                 f"{what} maps reviewer labels to model names; every key and value must be a non-empty string"
             )
+        for m in value.values():
+            parse_entry(m, what)
         return MappingProxyType({k.strip(): m.strip() for k, m in value.items()})
     raise InputError(
         f"{what} must be a model name, a list of model names, or a map of reviewer label to model name, not {_show(value)}"
     )
+
+
+def _prices(value: Any, what: str, _base: Path | None) -> Prices:
+    """Each model's price: `input` and `output` required, cache prices
+    optional, every one a finite number of dollars per million tokens from 0."""
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(
+            f"{what} maps model names to prices ({{MODEL: {{input: USD, output: USD}}}} per "
+            f"million tokens), not {_show(value)}"
+        )
+    out: dict[str, Mapping[str, float]] = {}
+    for model, parts in value.items():
+        if not isinstance(model, str) or not model.strip():
+            raise InputError(f"{what}: every model name must be a non-empty string")
+        out[model.strip()] = MappingProxyType(numbers.check_price(parts, f"{what}: '{model}'"))
+    return MappingProxyType(out)
 
 
 _CHECKS = {
@@ -236,6 +292,7 @@ _CHECKS = {
     "budget_usd": _budget,
     "pre_check": _pre_check,
     "log": _log,
+    "prices": _prices,
 }
 
 

@@ -18,6 +18,7 @@ from santa_method.state import log as runlog
 from santa_method.state import unreadable
 from santa_method.state.atomic import replace_text
 from santa_method.state.history import outcome
+from santa_method.state.model.run import RunState
 from santa_method.state.store import StateUnreadable, load_state, run_dir
 from santa_method.state.target import target_name, working_copy
 from santa_method.state.unreviewed import describe as describe_fix
@@ -90,6 +91,39 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _jury(state: RunState) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each reviewer's slot, backend, model and family, from the replies
+    that filled its slot last (the model that answered) or else the run's
+    models list; and the warning when all of them share the family of the
+    model that wrote the output (`core/reviewers.py`, as `santa run` says it)."""
+    from santa_method.core.errors import InputError
+    from santa_method.core.reviewers import juror, one_mind, parse_entry
+
+    jurors = []
+    labels = list(state.rounds[0].slots) if state.rounds else []
+    for i, label in enumerate(labels):
+        backend = model = None
+        if state.models and i < len(state.models) and state.models[i]:
+            try:
+                backend, model = parse_entry(state.models[i])
+            except InputError:  # an entry of an older santa: shown as it is
+                model = state.models[i]
+        for r in reversed(state.rounds):
+            slot = r.slots.get(label)
+            if slot is not None and slot.agent_id:
+                model = slot.model or model
+                if state.source == "api":  # the loop names the backend first
+                    backend = slot.agent_id.split(":", 1)[0]
+                break
+        jurors.append(juror(label, backend, model))
+    warning = one_mind(jurors, state.author_model)
+    shown = [
+        {"label": j.label, "backend": j.backend, "model": j.model, "family": j.family}
+        for j in jurors
+    ]
+    return shown, [warning] if warning else []
+
+
 def build(run_id: str) -> dict[str, Any]:
     """The report as data, redacted; `santa report --format json` prints this."""
     try:
@@ -129,6 +163,7 @@ def build(run_id: str) -> dict[str, Any]:
     questions = list(escalation.questions or []) if escalation else []
     if not reasons:
         reasons = [r["reason"] for r in records if r.get("event") == "escalate" and r.get("reason")]
+    jury, warnings = _jury(state)
     report = {
         "run_id": run_id,
         "status": state.status,
@@ -138,6 +173,9 @@ def build(run_id: str) -> dict[str, Any]:
         "replayed": state.replayed,
         "rubric": state.rubric,
         "reviewers": state.reviewers,
+        "jury": jury,
+        "author_model": state.author_model,
+        "warnings": warnings,
         "max_fixes": state.max_fixes,
         "budget_usd": state.budget_usd,
         "escalation_reasons": reasons,
@@ -269,6 +307,14 @@ def to_markdown(report: dict[str, Any]) -> str:
         f"- rubric: {report['rubric']}, {report['reviewers']} reviewers, "
         f"up to {report['max_fixes']} fixes",
     ]
+    for j in report.get("jury") or []:
+        where = f", on {j['backend']}" if j.get("backend") else ""
+        parts.append(
+            f"- reviewer {j['label']}: {j.get('model') or 'default model'} ({j['family']}{where})"
+        )
+    if report.get("author_model"):
+        parts.append(f"- written by: {report['author_model']}")
+    parts += [f"- warning: {w}" for w in report.get("warnings") or []]
     if report.get("replayed"):
         parts.append(f"- {replayed_sentence(report['replayed'])}")
     cost = report["cost"]

@@ -161,11 +161,14 @@ def start_run(
     run_id: str | None = None,
     in_place: bool = False,
     replayed: str | None = None,
+    author_model: str | None = None,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
 
     `replayed` names the recording a replayed run is answered from: the
     state and the log's `run` record say so, and so does every report.
+    `author_model` names the model that wrote the output, which the report
+    sets beside its reviewers' families.
 
     Nothing is written (no folder, no assignment, no log record) unless the
     inputs are usable and the pre-check passed. The log's `run` record comes
@@ -215,6 +218,7 @@ def start_run(
         rounds=[],
         in_place=bool(in_place),  # the fixes go to the user's file itself
         replayed=replayed,
+        author_model=author_model,
     )
     log_record(
         state,
@@ -231,6 +235,7 @@ def start_run(
         source=source,
         max_fixes=max_fixes,
         **({"replayed": replayed} if replayed is not None else {}),
+        **({"author_model": author_model} if author_model is not None else {}),
     )
     try:
         folder.mkdir(parents=True)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -34,36 +32,33 @@ from santa_method.headless.backends.base import (
     ReviewRequest,
     Tokens,
 )
+from santa_method.headless.backends.calls import (
+    CUT_RETRY_DELAY,
+    FIX_SCHEMA,
+    FIX_TAIL,
+    FIXER_SYSTEM,
+    REVIEWER_SYSTEM,
+    Answer,
+    ReplyCut,
+    on_tries,
+    read_fix,
+    transport_errors,
+)
+from santa_method.headless.backends.calls import detail as _detail
 
-REVIEWER_SYSTEM = (
-    "You are a santa-method reviewer: independent, context-isolated, judging one output "
-    "against a rubric. The assignment follows."
-)
-FIXER_SYSTEM = (
-    "You are the santa-method fixer. Follow the fix assignment exactly and return the whole "
-    "corrected output."
-)
-FIX_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "output": {
-            "type": "string",
-            "description": "The complete corrected output, every line, not a diff.",
-        },
-        "report": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "One line per flag: 'N. fixed: ...', 'N. not an issue: ...' or "
-            "'N. needs input: <question>' (never invent a missing fact).",
-        },
-    },
-    "required": ["output", "report"],
-    "additionalProperties": False,
-}
-FIX_TAIL = (
-    '\n\nReply with a JSON object: "output" holds the complete corrected output (the whole '
-    'text, not a diff), "report" one line per flag.'
-)
+__all__ = [
+    "CUT_RETRY_DELAY",
+    "FIXER_SYSTEM",
+    "FIX_SCHEMA",
+    "FIX_TAIL",
+    "REVIEWER_SYSTEM",
+    "Answer",
+    "AnthropicBackend",
+    "ReplyCut",
+    "on_tries",
+    "unreadable_reply",
+]
+
 CACHE = {"type": "ephemeral"}
 
 
@@ -121,52 +116,6 @@ def unreadable_reply() -> Iterator[None]:
         ) from None
 
 
-#: Seconds before the first new try after a cut reply (doubled each time,
-#: as the SDK's own retries wait).
-CUT_RETRY_DELAY = 0.5
-
-
-class ReplyCut(BackendError):
-    """The connection broke after the reply began, which the SDK does not
-    retry (it retries only what fails before the reply starts). Sending the
-    call again may work."""
-
-
-class Answer:
-    """Whether the API's answer has begun: set once its status and headers are
-    in. A connection that breaks after that cuts a reply. anthropic 2.17 and
-    later raise APIConnectionError (or APITimeoutError) for it, as for a host
-    that cannot be reached; earlier releases let the HTTP client's own error
-    through. Only the moment tells the two apart."""
-
-    def __init__(self) -> None:
-        self.began = False
-
-
-def on_tries(tries: int) -> str:
-    """'once', 'on each of 3 tries': how often a cut call was sent."""
-    return "once" if tries == 1 else f"on each of {tries} tries"
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP client's errors for a body that stopped arriving or cannot be
-    decoded, from whichever client the installed SDK uses (httpx2, or httpx
-    before it)."""
-    found: list[type[BaseException]] = []
-    for name in ("httpx2", "httpx"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        found += [module.TransportError, module.DecodingError]
-    return tuple(found)
-
-
-def _detail(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0][:160] if str(exc) else "no detail"
-    return f"{type(exc).__name__}: {text}"
-
-
 def _cut(exc: BaseException) -> ReplyCut:
     return ReplyCut(
         f"the connection to the Anthropic API broke before its reply ended ({_detail(exc)})"
@@ -203,8 +152,10 @@ class AnthropicBackend:
         max_tokens: int = 16000,
         fix_max_tokens: int = 32000,
         client: Any = None,
+        prices: prices.Overrides | None = None,
     ) -> None:
         self._api_key = api_key
+        self.prices = dict(prices or {})
         self._base_url = base_url
         self.max_retries = max_retries
         self.max_tokens = max_tokens
@@ -274,7 +225,7 @@ class AnthropicBackend:
         began is a ReplyCut, which the caller sends again."""
         import anthropic
 
-        cut = _transport_errors()
+        cut = transport_errors()
         try:
             yield
         except cut as exc:
@@ -372,8 +323,8 @@ class AnthropicBackend:
         }
 
     def _cost(self, model: str, tokens: Tokens) -> float | None:
-        """USD of one call at list price (the batch backend halves it)."""
-        return prices.cost(model, tokens)
+        """USD of one call at list price, or the project's (the batch backend halves it)."""
+        return prices.cost(model, tokens, self.prices)
 
     def _review_reply(self, message: Any, model: str, cut: Tokens | None = None) -> ReviewReply:
         """A ReviewReply from a Messages API message (an SDK object or
@@ -428,26 +379,27 @@ class AnthropicBackend:
                     f"the fixer's reply was cut off at max_tokens ({self.fix_max_tokens})",
                     transient=False,
                 )
-            try:
-                data = json.loads(text)
-                output = data["output"]
-                report = data.get("report") or []
-                if not isinstance(output, str):
-                    raise TypeError
+            answer = read_fix(text)
+            if answer is not None:
                 break
-            except (ValueError, KeyError, TypeError):
-                if attempt == 2:
-                    raise BackendError(
-                        "the fixer did not return the corrected output as JSON (asked twice)",
-                        transient=False,
-                    ) from None
+            if attempt == 2:
+                raise BackendError(
+                    "the fixer did not return the corrected output as JSON (asked twice)",
+                    transient=False,
+                )
+        assert answer is not None  # the loop breaks on an answer or raises
+        output, report = answer
         return FixReply(
             output=output,
-            notes="\n".join(str(line) for line in report),
+            notes="\n".join(report),
             tokens=tokens,
-            cost_usd=prices.cost(message.model or model, tokens),
+            cost_usd=self._fix_cost(message.model or model, tokens),
             model=message.model or model,
         )
+
+    def _fix_cost(self, model: str, tokens: Tokens) -> float | None:
+        """A fix is a Messages API call at full price, in a batch too."""
+        return prices.cost(model, tokens, self.prices)
 
 
 def _msg(exc: Any) -> str:

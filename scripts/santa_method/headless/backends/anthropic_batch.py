@@ -170,7 +170,7 @@ class AnthropicBatchBackend(AnthropicBackend):
         await self._close_now()
 
     def _cost(self, model: str, tokens: Tokens) -> float | None:
-        cost = prices.cost(model, tokens)
+        cost = prices.cost(model, tokens, self.prices)
         return None if cost is None else cost * prices.BATCH_FACTOR
 
     # -- keys and the state file ----------------------------------------------

@@ -384,7 +384,7 @@ def build_run(run_id: str) -> Report:
         reasons=subject.reasons,
         cost_usd=subject.cost_usd,
         tokens=subject.tokens,
-        facts=_replayed_facts(legacy),
+        facts=_replayed_facts(legacy) + _jury_facts(legacy),
         version=_version(),
         legacy=legacy,
     )
@@ -396,6 +396,20 @@ def _replayed_facts(legacy: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     if not isinstance(folder, str):
         return ()
     return (("replayed", run_report.replayed_sentence(folder).split(" ", 1)[1]),)
+
+
+def _jury_facts(legacy: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Who reviewed (each reviewer's model and family) and the one-mind
+    warning, under the verdict in every format (`state/report.py` finds them)."""
+    jury = legacy.get("jury") or []
+    facts = []
+    if jury:
+        named = [
+            f"{j['label']} {j.get('model') or 'default model'} ({j['family']})" for j in jury
+        ]
+        facts.append(("reviewers", ", ".join(named)))
+    facts += [("warning", str(w)) for w in legacy.get("warnings") or []]
+    return tuple(facts)
 
 
 def _unreadable_subject(

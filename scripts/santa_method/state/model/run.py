@@ -226,3 +226,5 @@ class RunState(Record):
     replayed: str | None = None
     """The recording a replayed run's replies came from (no model was
     called); None for a run whose backend answered."""
+    author_model: str | None = None
+    """The model that wrote the output under review, when the run was told."""
