@@ -26,6 +26,7 @@ from santa_method.state.model.reading import (
     obj,
     opt_int,
     opt_num,
+    opt_obj,
     opt_str,
     opt_strs,
     str_,
@@ -164,15 +165,21 @@ class Spawn:
     id: str | None = None
     agent_id: str | None = None
     answered: str | None = None
+    slot: str | None = None
+    """The slot it was started for, in a run whose slots have models of
+    their own (`RunState.slot_models`); None otherwise."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "at": self.at,
             "opening": self.opening,
             "id": self.id,
             "agent_id": self.agent_id,
             "answered": self.answered,
         }
+        if self.slot is not None:
+            data["slot"] = self.slot
+        return data
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], w: str) -> Spawn:
@@ -182,6 +189,7 @@ class Spawn:
             id=opt_str(d, "id", w),
             agent_id=opt_str(d, "agent_id", w),
             answered=opt_str(d, "answered", w),
+            slot=opt_str(d, "slot", w),
         )
 
 
@@ -445,6 +453,10 @@ class RunState:
     replayed: str | None = None
     """The recording a replayed run's replies came from (no model was
     called); None for a run whose backend answered."""
+    slot_models: dict[str, str] | None = None
+    """Inside Claude Code: the model each reviewer slot runs on, by label
+    (only slots with a configured model); None when every reviewer inherits
+    the session's model."""
     version: int = RUN_STATE_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -477,6 +489,8 @@ class RunState:
             data["in_place"] = self.in_place
         if self.replayed is not None:
             data["replayed"] = self.replayed
+        if self.slot_models is not None:
+            data["slot_models"] = dict(self.slot_models)
         return data
 
     @classmethod
@@ -540,4 +554,12 @@ class RunState:
             ),
             in_place=None if "in_place" not in d else bool_(d, "in_place", w),
             replayed=opt_str(d, "replayed", w),
+            slot_models=_slot_models(d, w),
         )
+
+
+def _slot_models(d: Mapping[str, Any], w: str) -> dict[str, str] | None:
+    found = opt_obj(d, "slot_models", w)
+    if found is not None and not all(isinstance(m, str) and m for m in found.values()):
+        raise StateError(f"{w}.slot_models maps a slot to something that is not a model name")
+    return None if found is None else {str(k): v for k, v in found.items()}
