@@ -365,3 +365,13 @@ def test_the_session_model_is_the_main_agents_last() -> None:
     records = [reply_record("a", model=SONNET), reply_record("b", model="claude-opus-5-5")]
     assert models.session_model(records) == "claude-opus-5-5"
     assert models.session_model([]) is None
+
+
+def test_the_skill_and_verify_tell_the_main_agent_to_pass_each_slots_model() -> None:
+    root = Path(__file__).resolve().parent.parent
+    for name in ("SKILL.md", "commands/verify.md"):
+        text = " ".join((root / name).read_text(encoding="utf-8").split())
+        assert "`models`" in text or "in models" in text, name
+        assert "leave `model` out where it is null" in text or (
+            "leave model out where it is null" in text
+        ), name
