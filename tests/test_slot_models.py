@@ -375,3 +375,25 @@ def test_the_skill_and_verify_tell_the_main_agent_to_pass_each_slots_model() -> 
         assert "leave `model` out where it is null" in text or (
             "leave model out where it is null" in text
         ), name
+
+
+def test_a_state_with_slot_models_loads_and_saves_as_it_was(two_models: Project) -> None:
+    from santa_method.state.model.reading import StateError
+    from santa_method.state.model.run import RunState
+
+    two_models.spawn(model="haiku")
+    path = two_models.root / ".santa" / "runs" / two_models.run_id / "state.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["slot_models"] == {"B": "haiku", "C": "sonnet"}
+    assert data["rounds"][0]["spawns"][0]["slot"] == "B"
+    assert RunState.from_json(data).to_json() == data
+    with pytest.raises(StateError, match="slot_models"):
+        RunState.from_json({**data, "slot_models": {"B": 3}})
+
+
+def test_runs_show_prints_the_open_slots_models_again(two_models: Project) -> None:
+    two_models.spawn(model="haiku")
+    shown = two_models.santa("runs", "show", two_models.run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert two_models.instruction in shown.stdout
+    assert "  B: haiku\n  C: sonnet\n" in shown.stdout
