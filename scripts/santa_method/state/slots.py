@@ -327,6 +327,8 @@ def _own_place(state: RunState, r: Round, slot: Slot, verdict: str | None) -> St
             if extra:
                 slot.why_extra = held.why_extra
                 slot.verdict = verdict if not slot.failed else None
+            else:
+                _check_model(state, label, slot)
             places[label] = slot
             return Stored(label, late.note(state, r, label, slot) if extra else None)
     return None
