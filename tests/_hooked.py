@@ -148,11 +148,21 @@ class Project:
         launcher: str = "santa",
         tool_use_id: str | None = None,
         background: bool = False,
+        model: str | None = None,
     ) -> Hooked:
-        """One Agent tool call: each has its own tool_use_id unless one is given."""
+        """One Agent tool call: each has its own tool_use_id unless one is given;
+        `model` is the call's `model` (left out when None)."""
         if tool_use_id is None:
             self.calls += 1
             tool_use_id = f"toolu_{self.calls:02d}"
+        tool_input: dict[str, Any] = {
+            "description": "santa reviewer 1",
+            "prompt": prompt,
+            "subagent_type": subagent_type,
+            "run_in_background": background,
+        }
+        if model is not None:
+            tool_input["model"] = model
         return self.hook(
             "pretooluse-agent",
             {
@@ -162,26 +172,26 @@ class Project:
                 "permission_mode": "default",
                 "hook_event_name": "PreToolUse",
                 "tool_name": "Agent",
-                "tool_input": {
-                    "description": "santa reviewer 1",
-                    "prompt": prompt,
-                    "subagent_type": subagent_type,
-                    "run_in_background": background,
-                },
+                "tool_input": tool_input,
                 "tool_use_id": tool_use_id,
             },
             launcher,
         )
 
     def spawn(
-        self, launcher: str = "santa", *, background: bool = False, agent: str | None = None
+        self,
+        launcher: str = "santa",
+        *,
+        background: bool = False,
+        agent: str | None = None,
+        model: str | None = None,
     ) -> None:
         """Start a reviewer the way the main agent must: the Agent call with
-        the exact instruction, which the PreToolUse guard lets through and counts.
-        `agent`: the id Claude Code will give it; its transcript then carries
-        the time it began, as real transcripts do."""
+        the exact instruction (and its slot's `model`), which the PreToolUse
+        guard lets through and counts. `agent`: the id Claude Code will give
+        it; its transcript then carries the time it began, as real transcripts do."""
         self.agent_call(
-            "santa-method:reviewer", self.instruction, launcher, background=background
+            "santa-method:reviewer", self.instruction, launcher, background=background, model=model
         ).allowed()
         if agent is not None:
             self.started[agent] = datetime.now(UTC)
@@ -199,10 +209,19 @@ class Project:
         for agent, began in self.started.items():
             self.started[agent] = began - timedelta(minutes=minutes)
 
-    def transcript(self, agent_id: str, prompt: str, *replies: str, stamped: bool = True) -> Path:
+    def transcript(
+        self,
+        agent_id: str,
+        prompt: str,
+        *replies: str,
+        stamped: bool = True,
+        model: str | None = None,
+        usage: dict[str, Any] | None = None,
+    ) -> Path:
         """A subagent transcript as Claude Code writes it: the prompt first,
-        the Read of the whole assignment, then the replies; every record
-        stamped with the agent's id (unless `stamped` is False)."""
+        the Read of the whole assignment, then the replies (each from `model`,
+        with `usage`, when given); every record stamped with the agent's id
+        (unless `stamped` is False)."""
         path = self.root / "transcripts" / f"agent-{agent_id}.jsonl"
         reviewer_transcript(
             path,
@@ -211,6 +230,8 @@ class Project:
             agent_id=agent_id if stamped else None,
             assignment=self.assignment,
             started=_iso(self.started[agent_id]) if agent_id in self.started else None,
+            model=model,
+            usage=usage,
         )
         return path
 
@@ -225,6 +246,8 @@ class Project:
         launcher: str = "santa",
         earlier: tuple[str, ...] = (),
         stamped: bool = True,
+        model: str | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> Hooked:
         transcript = self.transcript(
             agent_id,
@@ -232,6 +255,8 @@ class Project:
             *earlier,
             reply,
             stamped=stamped,
+            model=model,
+            usage=usage,
         )
         return self.hook(
             "subagent-stop",
@@ -288,15 +313,19 @@ def review(canary: str, *, quote: str | None = None, drop: str | None = None) ->
     return review_reply(criteria, issues, detail="checked", canary=canary)
 
 
-def open_hook_round(tmp_path: Path) -> Project:
-    """A project under `tmp_path` with round 1 of a hook-store run open (slots B, C)."""
+def open_hook_round(tmp_path: Path, *more: str, config: str | None = None) -> Project:
+    """A project under `tmp_path` with round 1 of a hook-store run open (slots B, C);
+    `more` goes to `santa round start`, `config` into `.santa/config.yaml`."""
     root = tmp_path / "proj"
     root.mkdir()
     (root / "README.md").write_text(OUTPUT, encoding="utf-8")
     (root / "spec.md").write_text(SPEC, encoding="utf-8")
+    if config is not None:
+        (root / ".santa").mkdir()
+        (root / ".santa" / "config.yaml").write_text(config, encoding="utf-8")
     env = hook_env(root)
     done = subprocess.run(
-        [SANTA, "round", "start", "--against", "README.md", "--spec", "spec.md", "--json"],
+        [SANTA, "round", "start", "--against", "README.md", "--spec", "spec.md", "--json", *more],
         capture_output=True,
         text=True,
         env=env,

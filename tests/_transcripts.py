@@ -46,10 +46,26 @@ def read_records(assignment: str | Path, tool_id: str = "toolu_read_1") -> list[
     ]
 
 
-def reply_record(text: str) -> dict[str, Any]:
+def reply_record(
+    text: str, *, model: str | None = None, usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A final reply; with `model` and `usage` as the API answered them
+    (Claude Code copies both into the transcript)."""
+    message: dict[str, Any] = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    if model is not None:
+        message["model"] = model
+    if usage is not None:
+        message["usage"] = usage
+    return {"type": "assistant", "message": message}
+
+
+def usage(input: int, output: int, cache_read: int = 0, cache_write: int = 0) -> dict[str, int]:
+    """A message's `usage` as the Messages API reports it."""
     return {
-        "type": "assistant",
-        "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        "input_tokens": input,
+        "output_tokens": output,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write,
     }
 
 
@@ -59,10 +75,14 @@ def reviewer_records(
     agent_id: str | None = None,
     assignment: str | Path | None = None,
     started: str | None = None,
+    model: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The prompt first, then the Read of `assignment` (when given), then the
     replies in order; every record stamped with `agent_id` when given, and
-    with `started` as its `timestamp` (when the reviewer began) when given."""
+    with `started` as its `timestamp` (when the reviewer began) when given;
+    every assistant message (each one model call) with `model` and `usage`
+    when given."""
     records: list[dict[str, Any]] = [
         {"type": "user", "isSidechain": True, "message": {"role": "user", "content": prompt}},
         {"type": "attachment"},
@@ -70,6 +90,10 @@ def reviewer_records(
     if assignment is not None:
         records.extend(read_records(assignment))
     records.extend(reply_record(text) for text in replies)
+    for record in records:
+        if record["type"] == "assistant":
+            said = {"model": model, "usage": usage}
+            record["message"].update({k: v for k, v in said.items() if v is not None})
     if agent_id is not None:
         records = [{**record, "agentId": agent_id} for record in records]
     if started is not None:
@@ -90,11 +114,19 @@ def reviewer_transcript(
     agent_id: str | None = None,
     assignment: str | Path | None = None,
     started: str | None = None,
+    model: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> str:
     """Write a reviewer's transcript (JSON Lines) and return its path."""
     return write_transcript(
         path,
         reviewer_records(
-            prompt, *replies, agent_id=agent_id, assignment=assignment, started=started
+            prompt,
+            *replies,
+            agent_id=agent_id,
+            assignment=assignment,
+            started=started,
+            model=model,
+            usage=usage,
         ),
     )

@@ -191,22 +191,27 @@ def test_send_message_is_denied_while_a_run_is_open(santa_home: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(("field", "value"), [("model", "haiku"), ("effort", "low")])
-def test_reviewer_with_a_model_of_the_main_agents_choosing_is_denied(
-    santa_home: Path, field: str, value: str
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        ("santa-method:reviewer", "effort", "low"),
+        ("santa-method:fixer", "model", "haiku"),
+        ("santa-method:fixer", "effort", "low"),
+    ],
+)
+def test_a_choice_of_the_main_agents_for_santa_agents_is_denied(
+    santa_home: Path, kind: str, field: str, value: str
 ) -> None:
+    """A reviewer's model is its slot's (tests/test_slot_models.py); the rest
+    comes from the agent definition."""
     answer = hooks.pretooluse_agent(
         {
             "tool_name": "Agent",
-            "tool_input": {
-                "subagent_type": "santa-method:reviewer",
-                "prompt": "anything",
-                field: value,
-            },
+            "tool_input": {"subagent_type": kind, "prompt": "anything", field: value},
         }
     )
     assert answer is not None
-    assert field in answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"Do not choose {field}" in answer["hookSpecificOutput"]["permissionDecisionReason"]
 
 
 def test_the_guard_is_installed_by_the_plugin_and_by_santa_init() -> None:

@@ -72,7 +72,7 @@ def pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
 
 def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     from santa_method.state.fixes import fixer_open
-    from santa_method.state.slots import find_round, reserve_reviewer
+    from santa_method.state.slots import find_round, model_refusal, reserve_reviewer
 
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, Mapping):
@@ -85,19 +85,31 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
     is_review_prompt = "santa-method review, run " in prompt
     is_fix_prompt = "santa-method fix, run " in prompt
 
-    chosen = [k for k in ("model", "effort") if tool_input.get(k)]
+    # A reviewer's model is its slot's (the user's choice, checked below);
+    # everything else of this kind comes from the agent definition.
+    chosen = [
+        k
+        for k in ("model", "effort")
+        if tool_input.get(k) and (k == "effort" or kind in FIXER_TYPES)
+    ]
     if kind in REVIEWER_TYPES | FIXER_TYPES and chosen:
         return deny(
             f"Do not choose {' or '.join(chosen)} for santa reviewers or the fixer: that comes "
             f"from the agent definition. Call the Agent tool again without {', '.join(chosen)}."
         )
     if kind in REVIEWER_TYPES:
+        model = tool_input.get("model") or None
+        if model is not None and not isinstance(model, str):
+            return deny("santa-method could not read the Agent call's model")
         found = find_round(prompt)
         if found is None:
             return deny(reviewer_prompt_refusal())
+        refusal = model_refusal(*found, model) or _unpriced(found[0], model, payload)
+        if refusal:
+            return deny(refusal)
         tool_use_id = payload.get("tool_use_id")
         refusal = reserve_reviewer(
-            *found, tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None
+            *found, tool_use_id=tool_use_id if isinstance(tool_use_id, str) else None, model=model
         )
         if refusal:
             return deny(
@@ -120,6 +132,28 @@ def _pretooluse_agent(payload: Mapping[str, Any]) -> Reply:
             "right tools."
         )
     return None
+
+
+def _unpriced(run_id: str, model: str | None, payload: Mapping[str, Any]) -> str | None:
+    """With a budget, a reviewer on no model of its own runs on the
+    session's, which must have a list price before it spends anything (a
+    configured model was priced when the run opened)."""
+    from santa_method.claude_code import models
+    from santa_method.headless.backends import prices
+    from santa_method.state.store import load_state
+
+    if model is not None or load_state(run_id).budget_usd is None:
+        return None
+    path = payload.get("transcript_path")
+    session = models.session_model(_records(path)) if isinstance(path, str) and path else None
+    if session is not None and prices.price(session) is not None:
+        return None
+    which = f"this session's model ({session})" if session else "this session's model"
+    return (
+        f"Run {run_id} has a budget, and {which} has no list price, so a reviewer on it could "
+        "not be counted against the budget. Configure a priced model for each reviewer slot "
+        "(models: in .santa/config.yaml), or run without the budget."
+    )
 
 
 def reviewer_prompt_refusal() -> str:
@@ -217,6 +251,7 @@ def fixer_stop(payload: Mapping[str, Any]) -> Reply:
 
 
 def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) -> Reply:
+    from santa_method.claude_code.models import spent
     from santa_method.core import reask
     from santa_method.core.review import validate_reply
     from santa_method.core.types import replace
@@ -250,6 +285,13 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
     asks = _asks(counter_file) if state.status == "open" else reask.SPENT
     began = transcripts.began(records)
     model, seconds = transcripts.reply_facts(records)
+    used = spent(records)
+    cost = {
+        "model": used.model or model,
+        "tokens": None if used.tokens is None else used.tokens.total,
+        "token_detail": None if used.tokens is None else used.tokens.to_json(),
+        "cost_usd": used.cost_usd,
+    }
     ask = reask.next_ask(result, asks)
     if ask is not None:
         replace_text(
@@ -266,8 +308,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
             failed=True,
             errors=list(result.errors),
             began=began,
-            model=model,
             duration_s=seconds,
+            **cost,
         )
     return _kept(
         run_id,
@@ -277,8 +319,8 @@ def _judge(payload: Mapping[str, Any], found: tuple[str, int], transcript: str) 
         transcript_path=transcript,
         verdict=result.verdict,
         began=began,
-        model=model,
         duration_s=seconds,
+        **cost,
     )
 
 

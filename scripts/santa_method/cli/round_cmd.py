@@ -70,7 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="independent reviewers, at least 2 (default 2)",
     )
-    s.add_argument("--models", metavar="M[,M...]", help="reviewer models, in reviewer order")
+    s.add_argument(
+        "--models",
+        metavar="M[,M...]",
+        help="reviewer models, in reviewer order (inside Claude Code: haiku, sonnet, opus or "
+        "fable, each the model of its slot's reviewer)",
+    )
     s.add_argument(
         "--max-fixes",
         type=number_arg(numbers.MAX_FIXES),
@@ -126,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
             echo(f"rubric: {rubric['name']} ({rubric['why']})")
         echo(f"assignment: {opened.assignment}")
         echo(f"reviewers to spawn now: {len(opened.open_slots)} ({', '.join(opened.open_slots)})")
+        if any(opened.models.values()):
+            echo("each reviewer's model (the Agent call's `model`; none: leave it out):")
+            for label in opened.open_slots:
+                echo(f"  {label}: {opened.models.get(label) or 'none'}")
         echo("give each reviewer exactly this instruction:")
         echo(opened.instruction)
     return 0
@@ -179,6 +188,12 @@ def _refuse_loosening(config: Any, args: argparse.Namespace) -> None:
         looser.append(f"--models names {named} reviewers (config: {config.reviewers})")
     if args.pre_check is not None and config.pre_check and args.pre_check != config.pre_check:
         looser.append("--pre-check (the config names its own)")
+    if (
+        args.models is not None
+        and config.models is not None
+        and config.override(models=args.models).models != config.models
+    ):
+        looser.append("--models (the config names its own)")
     if (
         args.budget_usd is not None
         and config.budget_usd is not None
@@ -249,6 +264,19 @@ def _start(args: argparse.Namespace) -> Any:
         target = Target(kind="diff", rev=args.against_diff, cwd=str(root))
     rubric = load_rubric(config.rubric, search_dirs=(project_rubrics_dir(),))
     source = args.source or ("hook" if inside_claude_code else "files")
+    slot_models = None
+    if source == "hook":
+        # Each slot's reviewer runs on its configured model, which the Agent
+        # tool must take; with a budget, each needs a list price first.
+        from santa_method.claude_code import models
+        from santa_method.core.gate import default_labels
+        from santa_method.headless.backends.prices import custom_prices
+        from santa_method.state.config import config_path
+
+        where = "--models" if args.models is not None else f"models in {config_path()}"
+        slot_models = models.slot_models(config, default_labels(config.reviewers), where)
+        if config.budget_usd is not None:
+            models.require_prices(slot_models, custom_prices(config.prices))
     return start_run(
         target=target,
         spec=spec,
@@ -264,6 +292,7 @@ def _start(args: argparse.Namespace) -> Any:
         pre_check=config.pre_check,
         log_path=resolve_log_path(args.log),
         cwd=str(root),
+        slot_models=slot_models,
     )
 
 

@@ -83,6 +83,11 @@ def _print_open_round(run_id: str, events: list[dict[str, Any]]) -> None:
     if info["instruction"]:
         echo(f"round {info['round']} is open; give each reviewer exactly this instruction:")
         echo(info["instruction"])
+        models = info.get("models") or {}
+        if any(models.values()):
+            echo("on each open slot's model (the Agent call's `model`; none: leave it out):")
+            for label, model in models.items():
+                echo(f"  {label}: {model or 'none'}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,10 +16,11 @@ round whose gate a late FAIL overturned is gated again (`state/late.py`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+from santa_method.core import budget
 from santa_method.core.errors import InputError, RefusedError
-from santa_method.core.escalation import decide
+from santa_method.core.escalation import Decision, decide
 from santa_method.core.files import MAX_REVIEW_BYTES, read_text
 from santa_method.core.gate import all_passed, gate
 from santa_method.core.review import validate_reply
@@ -207,6 +208,8 @@ def gate_run(
             cost_usd=cost,
             budget_usd=state.budget_usd,
         )
+        if state.source == "hook" and decision.next in ("fix", "rereview"):
+            decision = _within_budget(state, decision, so_far, new_costs)
         if decision.next == "ship" and (
             core.verdict != "NICE"
             or not all_passed([(o.valid, o.verdict) for o in core.reviews], state.reviewers)
@@ -325,6 +328,32 @@ def gate_run(
         tuple(reasons),
         result_extra,
     )
+
+
+def _within_budget(
+    state: RunState, decision: Decision, so_far: float | None, new_costs: Sequence[float | None]
+) -> Decision:
+    """Inside Claude Code nothing between rounds keeps the budget, so the
+    gate applies the headless loop's rule before a fix or re-review
+    (core/budget.py): stop when the next round cannot be paid for, or when a
+    reply's cost is unknown."""
+    current = state.rounds[-1]
+    filled = [
+        slot.cost_usd
+        for label, slot in current.slots.items()
+        if slot is not None and not slot_stands(slot)
+    ]
+    this_round = sum(c for c in new_costs if c is not None)
+    known = None if any(c is None for c in filled) else (so_far or 0.0) + this_round
+    step: Literal["fix", "rereview"] = "fix" if decision.next == "fix" else "rereview"
+    reason = budget.next_round(
+        step,
+        spent_usd=known,
+        last_round_usd=this_round,
+        last_fix_usd=0.0,  # the fixer's tokens are not read inside Claude Code
+        budget_usd=state.budget_usd,
+    )
+    return decision if reason is None else Decision("escalate", (reason,))
 
 
 def _extra_replies(

@@ -260,11 +260,14 @@ def _by_count(counts: Counter[str]) -> dict[str, int]:
 
 def _models(run: RunView, iteration: int) -> dict[str, str]:
     """label -> model of a round: what each review record says wrote it, else
-    what the run record asked for (labels B, C, ... in slot order)."""
+    what the run record asked for (each slot's, or labels B, C, ... in order)."""
     record = run.run_record or {}
     models = record.get("models")
+    by_slot = record.get("slot_models")
     asked: dict[str, str] = {}
-    if isinstance(models, list):
+    if isinstance(by_slot, dict):
+        asked = {k: m for k, m in by_slot.items() if isinstance(m, str) and m}
+    elif isinstance(models, list):
         labels = default_labels(len(models))
         asked = {
             label: m for label, m in zip(labels, models, strict=True) if isinstance(m, str) and m

@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ class RoundOpened:
     canary: str
     open_slots: tuple[str, ...]
     rereview: bool
+    models: dict[str, str | None] = field(default_factory=dict)
+    """Each open slot's model (inside Claude Code, the Agent call's `model`
+    for that slot's reviewer); None where the reviewer inherits the session's."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +75,7 @@ class RoundOpened:
             "canary": self.canary,
             "open_slots": list(self.open_slots),
             "reviewers": len(self.open_slots),
+            "models": {label: self.models.get(label) for label in self.open_slots},
             "rereview": self.rereview,
         }
 
@@ -78,7 +83,10 @@ class RoundOpened:
 def _opened(state: RunState, rereview: bool) -> RoundOpened:
     r = state.rounds[-1]
     slots = tuple(label for label, slot in r.slots.items() if slot is None)
-    return RoundOpened(state.id, r.round, r.assignment, r.instruction, r.canary, slots, rereview)
+    models = {label: (state.slot_models or {}).get(label) for label in slots}
+    return RoundOpened(
+        state.id, r.round, r.assignment, r.instruction, r.canary, slots, rereview, models
+    )
 
 
 def _assignment_body(folder: Path, state: RunState, r: Round) -> str:
@@ -162,6 +170,7 @@ def start_run(
     in_place: bool = False,
     replayed: str | None = None,
     author_model: str | None = None,
+    slot_models: Mapping[str, str] | None = None,
 ) -> RoundOpened:
     """Open a run and its round 1, after the pre-check passes.
 
@@ -169,6 +178,8 @@ def start_run(
     state and the log's `run` record say so, and so does every report.
     `author_model` names the model that wrote the output, which the report
     sets beside its reviewers' families.
+    `slot_models` (inside Claude Code) is the model each reviewer slot runs
+    on, by label: the guard requires it on that slot's Agent call.
 
     Nothing is written (no folder, no assignment, no log record) unless the
     inputs are usable and the pre-check passed. The log's `run` record comes
@@ -219,6 +230,7 @@ def start_run(
         in_place=bool(in_place),  # the fixes go to the user's file itself
         replayed=replayed,
         author_model=author_model,
+        slot_models=dict(slot_models) if slot_models else None,
     )
     log_record(
         state,
@@ -236,6 +248,7 @@ def start_run(
         max_fixes=max_fixes,
         **({"replayed": replayed} if replayed is not None else {}),
         **({"author_model": author_model} if author_model is not None else {}),
+        **({"slot_models": dict(slot_models)} if slot_models else {}),
     )
     try:
         folder.mkdir(parents=True)
@@ -379,6 +392,10 @@ def describe(run_id: str) -> dict[str, Any]:
         "rereviews": current.rereviews,
         "filled_slots": filled,
         "open_slots": empty if current.open and state.status == "open" else [],
+        "models": {
+            label: (state.slot_models or {}).get(label)
+            for label in (empty if current.open and state.status == "open" else [])
+        },
         "last_gate": None if last is None else last.to_json(),
         "instruction": current.instruction if current.open and state.status == "open" else None,
         "fixer_instruction": state.fixer.instruction if state.fixer is not None else None,

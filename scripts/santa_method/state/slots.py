@@ -15,7 +15,7 @@ a reply no started reviewer is left to answer is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +23,7 @@ from santa_method.core.errors import InputError, RefusedError
 from santa_method.state import late, waiting
 from santa_method.state.atomic import replace_bytes
 from santa_method.state.log import parse_ts
-from santa_method.state.model.run import Round, RunState, Slot
+from santa_method.state.model.run import Round, RunState, Slot, Spawn
 from santa_method.state.store import (
     RUN_ID,
     agent_file_name,
@@ -98,12 +98,60 @@ def _accepting(state: RunState, round_number: int) -> str | None:
     return None
 
 
-def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = None) -> str | None:
+def _unstarted(state: RunState) -> list[str]:
+    """The current round's empty slots no reviewer was started for in this opening."""
+    current = state.rounds[-1]
+    started = {s.slot for s in current.spawns or [] if s.opening == current.rereviews}
+    return [label for label, slot in current.slots.items() if slot is None and label not in started]
+
+
+def _wanted(state: RunState, labels: Sequence[str]) -> str:
+    models = state.slot_models or {}
+    return ", ".join(f"{label} model {models.get(label) or '(none)'}" for label in labels)
+
+
+def model_refusal(run_id: str, round_number: int, model: str | None) -> str | None:
+    """Why an Agent call for a reviewer of this round may not run on `model`
+    (None: no `model` given), or None when a slot waits for a reviewer on it.
+
+    A run whose slots have models (`slot_models`) takes each slot's reviewer
+    only on that slot's model; a slot without one, and every slot of a run
+    without them, takes a reviewer only without a `model`, which then runs
+    on the agent definition's (the session's) model. The choice is the
+    user's (the config, or `--models`), never the main agent's.
+    """
+    state = load_state(run_id)
+    models = state.slot_models
+    if models is None:
+        if model is None:
+            return None
+        return (
+            f"Do not choose model for santa reviewers: run {run_id} configures no reviewer "
+            "model, so each runs on the agent definition's. Call the Agent tool again "
+            "without model."
+        )
+    unstarted = _unstarted(state)
+    if any(models.get(label) == model for label in unstarted) or not unstarted:
+        return None  # no open slot left: reserve_reviewer says so
+    given = f"model {model}" if model is not None else "no model"
+    return (
+        f"The reviewer slots of run {run_id} that still wait for a reviewer run on configured "
+        f"models ({_wanted(state, unstarted)}), and this call gives {given}. Call the Agent "
+        "tool once per open slot with exactly that slot's model as `model` "
+        "(no `model` for a slot that has none)."
+    )
+
+
+def reserve_reviewer(
+    run_id: str, round_number: int, tool_use_id: str | None = None, model: str | None = None
+) -> str | None:
     """Count one reviewer spawn: None when allowed, else the reason it is not.
 
     A round (or a re-review) has as many spawns as it had open slots when it
     was opened; a reviewer that dies without a reply leaves its slot empty,
-    which the gate counts as a failed review and a re-review reopens.
+    which the gate counts as a failed review and a re-review reopens. In a
+    run whose slots have models, the spawn is for the first open slot on
+    `model` (`model_refusal` says why a call fits none).
     """
     with locked_state(run_id) as state:
         why = _accepting(state, round_number)
@@ -122,11 +170,20 @@ def reserve_reviewer(run_id: str, round_number: int, tool_use_id: str | None = N
                 f"round {round_number} has {current.capacity} open reviewer slot(s) "
                 "and every one has its reviewer"
             )
+        slot = None
+        if state.slot_models is not None:
+            fits = [x for x in _unstarted(state) if state.slot_models.get(x) == model]
+            if not fits:
+                return (
+                    f"every open reviewer slot of round {round_number} on "
+                    f"{'model ' + model if model else 'no model'} has its reviewer"
+                )
+            slot = fits[0]
         current.spawned += 1
         if tool_use_id:
             seen.append(tool_use_id)
         if state.source == "hook":
-            waiting.record_start(current, tool_use_id)
+            waiting.record_start(current, tool_use_id, slot)
         return None
 
 
@@ -270,6 +327,8 @@ def _own_place(state: RunState, r: Round, slot: Slot, verdict: str | None) -> St
             if extra:
                 slot.why_extra = held.why_extra
                 slot.verdict = verdict if not slot.failed else None
+            else:
+                _check_model(state, label, slot)
             places[label] = slot
             return Stored(label, late.note(state, r, label, slot) if extra else None)
     return None
@@ -280,21 +339,57 @@ def _keep_hook_reply(
 ) -> Stored:
     """A reply stored by the hook: only a reviewer the PreToolUse guard let
     start may fill a slot, and one that no slot can take is kept all the same."""
+    spawn = None
     if r.spawns is None:
         # A round opened before starts were recorded: one spawn, one slot.
         filled = sum(1 for held in r.slots.values() if held is not None and not slot_stands(held))
         if filled >= r.spawned:
             raise _no_spawn(r.round)
-    elif waiting.answer(r, str(slot.agent_id), parse_ts(began)) is None:
-        raise _no_spawn(r.round)
+    else:
+        spawn = waiting.answer(r, str(slot.agent_id), parse_ts(began), _on(state, slot.model))
+        if spawn is None:
+            raise _no_spawn(r.round)
     why = late.why_extra(state, r)
     if why is None:
-        label = next(label for label, held in r.slots.items() if held is None)
+        empty = [label for label, held in r.slots.items() if held is None]
+        label = spawn.slot if spawn is not None and spawn.slot in empty else empty[0]
+        _check_model(state, label, slot)
         r.slots[label] = slot
         return Stored(label)
     slot.verdict = verdict if not slot.failed else None
     label = late.keep(state, r, slot, why)
     return Stored(label, late.note(state, r, label, slot))
+
+
+def _on(state: RunState, answered: str | None) -> Callable[[Spawn], bool] | None:
+    """Which starts a reply from model `answered` may answer first: those of
+    slots configured for that model (replies carry no Agent call id)."""
+    models = state.slot_models
+    if models is None or not answered:
+        return None
+    return lambda spawn: spawn.slot is not None and same_model(models.get(spawn.slot, ""), answered)
+
+
+def _check_model(state: RunState, label: str, slot: Slot) -> None:
+    """A reply on another model than its slot's is a failed review: the
+    slot's model is the user's choice, and the transcript shows what answered."""
+    wanted = (state.slot_models or {}).get(label)
+    if wanted is None or slot.failed or same_model(wanted, slot.model):
+        return
+    slot.failed = True
+    answered = slot.model or "a model the transcript does not name"
+    slot.errors = [
+        *slot.errors,
+        f"slot {label} is configured for model {wanted}, but {answered} wrote this reply",
+    ]
+
+
+def same_model(configured: str, answered: str | None) -> bool:
+    """Whether `answered` (the id a transcript names) is the configured
+    alias's model: Claude Code sends `haiku` as a `claude-haiku-...` id."""
+    if not configured or not answered:
+        return False
+    return answered == configured or f"-{configured}-" in f"-{answered}-"
 
 
 def _no_spawn(round_number: int) -> RefusedError:

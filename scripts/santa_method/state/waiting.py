@@ -20,6 +20,7 @@ every record), else the oldest start not answered yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,19 +55,27 @@ def overdue(spawn: Spawn, now: datetime) -> bool:
     return at is None or now - at >= DEADLINE
 
 
-def record_start(r: Round, tool_use_id: str | None) -> None:
-    """Record a reviewer the guard let start for round `r` (under the run's lock)."""
+def record_start(r: Round, tool_use_id: str | None, slot: str | None = None) -> None:
+    """Record a reviewer the guard let start for round `r` (under the run's
+    lock), and the slot it was started for when its run gives slots models."""
     if r.spawns is None:
         r.spawns = []
-    r.spawns.append(Spawn(at=now_iso(), opening=r.rereviews, id=tool_use_id))
+    r.spawns.append(Spawn(at=now_iso(), opening=r.rereviews, id=tool_use_id, slot=slot))
 
 
-def answer(r: Round, agent_id: str, began: datetime | None) -> Spawn | None:
+def answer(
+    r: Round,
+    agent_id: str,
+    began: datetime | None,
+    prefer: Callable[[Spawn], bool] | None = None,
+) -> Spawn | None:
     """The start that `agent_id`'s reply answers (marked answered), or None
     when no reviewer started for the round is left to answer.
 
     An agent answers one start at most: its hook running again finds the
-    same one. `began` is when its transcript began, if known.
+    same one. `began` is when its transcript began, if known; `prefer`
+    narrows the choice to the starts it accepts, when any does (a reply
+    from a slot's model answers a start for that slot).
     """
     spawns = r.spawns or []
     for spawn in spawns:
@@ -75,6 +84,8 @@ def answer(r: Round, agent_id: str, began: datetime | None) -> Spawn | None:
     unanswered = [s for s in spawns if s.agent_id is None]
     if not unanswered:
         return None
+    if prefer is not None:
+        unanswered = [s for s in unanswered if prefer(s)] or unanswered
     chosen: Spawn | None = None
     if began is not None:
         before = [

@@ -89,6 +89,9 @@ class Spawn(Record):
     id: str | None = kept(None)
     agent_id: str | None = kept(None)
     answered: str | None = kept(None)
+    slot: str | None = None
+    """The slot it was started for, in a run whose slots have models of
+    their own (`RunState.slot_models`); None otherwise."""
 
 
 class _IssueKeys(TypedDict):
@@ -228,3 +231,7 @@ class RunState(Record):
     called); None for a run whose backend answered."""
     author_model: str | None = None
     """The model that wrote the output under review, when the run was told."""
+    slot_models: dict[str, str] | None = None
+    """Inside Claude Code: the model each reviewer slot runs on, by label
+    (only slots with a configured model); None when every reviewer inherits
+    the session's model."""
