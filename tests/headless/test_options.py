@@ -1,6 +1,6 @@
-"""VerifyOptions and BatchOptions: one options object per call, and the
-keyword calls of earlier releases still working, with a DeprecationWarning
-that points at the caller."""
+"""VerifyOptions and BatchOptions: one options object per call is the API;
+settings as keyword arguments, and the old name `max_cost_usd`, are refused
+as Python refuses any unknown keyword."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import dataclasses
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,33 +32,26 @@ def test_options_run_the_loop_without_a_warning(project: Path, target: Path) -> 
     assert result.rounds == 1
 
 
-def test_keyword_calls_still_work_and_warn_at_the_caller(project: Path, target: Path) -> None:
-    with pytest.warns(
-        DeprecationWarning, match=r"options=VerifyOptions\(backend=\.\.\., max_fixes=\.\.\.\)"
-    ) as caught:
-        result = verify_sync(SPEC, target, backend=Scripted(), max_fixes=0)
-    assert caught[0].filename == __file__
-    assert result.verdict == "NAUGHTY" and result.rounds == 1
-    # The async form warns where it is called, not where it is awaited.
-    with pytest.warns(DeprecationWarning) as caught:
-        pending = verify(SPEC, target, backend=Scripted())
-    assert caught[0].filename == __file__
-    assert asyncio.run(pending).verdict == "NICE"
-
-
-def test_keywords_override_the_options_they_come_with(project: Path, target: Path) -> None:
-    base = VerifyOptions(backend=Scripted(), max_fixes=3)
-    with pytest.warns(DeprecationWarning):
-        result = verify_sync(SPEC, target, options=base, max_fixes=0)
-    assert result.verdict == "NAUGHTY" and result.rounds == 1
-    assert base.max_fixes == 3  # the caller's options are never changed
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: verify_sync(SPEC, t, backend=Scripted(), max_fixes=0),
+        lambda t: verify(SPEC, t, backend=Scripted()),
+        lambda t: verify_batch_sync([t], SPEC, max_resamples=1),
+        lambda t: verify_batch([t], SPEC, max_resamples=1),
+    ],
+    ids=["verify_sync", "verify", "verify_batch_sync", "verify_batch"],
+)
+def test_settings_as_keywords_are_refused(call: Any, project: Path, target: Path) -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
+        call(target)
 
 
 def test_unknown_keywords_and_wrong_options_are_type_errors() -> None:
     with pytest.raises(TypeError, match="unexpected keyword argument 'reviewer'"):
-        verify_sync(SPEC, "text", reviewer=2)
+        verify_sync(SPEC, "text", reviewer=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'rounds'"):
-        verify_batch_sync([], SPEC, rounds=2)
+        verify_batch_sync([], SPEC, rounds=2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match=r"options=VerifyOptions\(\.\.\.\), not BatchOptions"):
         verify_sync(SPEC, "text", options=BatchOptions())  # type: ignore[arg-type]
 
@@ -74,8 +68,8 @@ def test_every_old_keyword_is_an_option_with_its_old_default() -> None:
     assert run["record"] is None  # new: no keyword of earlier releases
     assert run["backends"] is None and run["prices"] is None  # new too
     assert run["author_model"] is None
-    # With max_cost_usd, budget_usd's old name, record, backends, prices and author_model.
-    assert len(run) == 23 and len(batch) == 29
+    # With record, backends, prices and author_model, new since the keyword calls.
+    assert len(run) == 22 and len(batch) == 28
 
 
 def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:
@@ -84,41 +78,18 @@ def test_batch_options_reach_the_batch(project: Path, target: Path) -> None:
         with pytest.raises(InputError, match="max_resamples"):
             verify_batch_sync([target], SPEC, options=BatchOptions(max_resamples=-1))
     assert not [w for w in caught if issubclass(w.category, DeprecationWarning)]
-    with (
-        pytest.warns(DeprecationWarning) as caught,
-        pytest.raises(InputError, match="max_resamples"),
-    ):
-        verify_batch_sync([target], SPEC, max_resamples=-1)
-    assert caught[0].filename == __file__
-    with pytest.warns(DeprecationWarning) as caught:
-        pending = verify_batch([target], SPEC, max_resamples=-1)
-    assert caught[0].filename == __file__
     with pytest.raises(InputError, match="max_resamples"):
-        asyncio.run(pending)
+        asyncio.run(verify_batch([target], SPEC, options=BatchOptions(max_resamples=-1)))
 
 
 @pytest.mark.parametrize("kind", [VerifyOptions, BatchOptions])
-def test_max_cost_usd_is_the_old_name_of_budget_usd(kind: type) -> None:
-    with pytest.warns(DeprecationWarning, match="it is budget_usd now") as caught:
-        options = kind(max_cost_usd=0.5)
-    assert caught[0].filename == __file__
-    assert options.budget_usd == 0.5 and options.max_cost_usd is None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # carried on by replace, the old name is gone
-        changed = dataclasses.replace(options, timeout=10.0)
-        assert changed.budget_usd == 0.5
-        assert dataclasses.replace(options, budget_usd=1.0).budget_usd == 1.0
-    with pytest.raises(TypeError, match="max_cost_usd is its old name"):
-        kind(budget_usd=1.0, max_cost_usd=0.5)
+def test_max_cost_usd_is_gone_and_budget_usd_is_the_name(kind: type) -> None:
+    with pytest.raises(TypeError, match="max_cost_usd"):
+        kind(max_cost_usd=0.5)
+    assert kind(budget_usd=0.5).budget_usd == 0.5
 
 
-def test_the_old_budget_name_reaches_the_loop(project: Path, target: Path) -> None:
-    # A budget too small for a reply of unknown cost: the run cannot price it
-    # and stops, under either name.
-    with pytest.warns(DeprecationWarning):
-        old = verify_sync(
-            SPEC, target, options=VerifyOptions(backend=Scripted(), max_cost_usd=0.01)
-        )
-    new = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), budget_usd=0.01))
-    assert (old.verdict, old.reasons) == (new.verdict, new.reasons)
-    assert old.verdict == "ESCALATED" and "budget of $0.01" in old.reasons[0]
+def test_the_budget_reaches_the_loop(project: Path, target: Path) -> None:
+    # A budget too small for a reply of unknown cost: the run cannot price it and stops.
+    result = verify_sync(SPEC, target, options=VerifyOptions(backend=Scripted(), budget_usd=0.01))
+    assert result.verdict == "ESCALATED" and "budget of $0.01" in result.reasons[0]

@@ -112,7 +112,6 @@ def verify_batch(
     items: Sequence[BatchItem | os.PathLike[str]],
     spec: str,
     options: BatchOptions | None = None,
-    **keywords: Any,
 ) -> Coroutine[Any, Any, BatchResult]:
     """Verify a batch by sampling; see the module docstring and core/batch_rules.py.
 
@@ -120,12 +119,9 @@ def verify_batch(
     backend fails after retries (exit 3; the batch stays open and
     `resume=True` continues it). An interruption also leaves it resumable.
 
-    The settings are one `BatchOptions` (`options=`); passing them as
-    keyword arguments, as earlier releases did, still works and warns.
+    The settings are one `BatchOptions` (`options=`).
     """
-    return _verify_batch(
-        items, spec, options_.resolve(BatchOptions, options, keywords, "verify_batch")
-    )
+    return _verify_batch(items, spec, options_.resolve(BatchOptions, options, "verify_batch"))
 
 
 async def _verify_batch(
@@ -352,8 +348,7 @@ def verify_batch_sync(
     items: Sequence[BatchItem | os.PathLike[str]],
     spec: str,
     options: BatchOptions | None = None,
-    **keywords: Any,
 ) -> BatchResult:
     """`verify_batch` for synchronous callers (not from inside a running event loop)."""
-    resolved = options_.resolve(BatchOptions, options, keywords, "verify_batch_sync")
+    resolved = options_.resolve(BatchOptions, options, "verify_batch_sync")
     return asyncio.run(_verify_batch(items, spec, resolved))

@@ -96,7 +96,6 @@ def verify(
     spec: str,
     output: str | os.PathLike[str] | None = None,
     options: VerifyOptions | None = None,
-    **keywords: Any,
 ) -> Coroutine[Any, Any, VerifyResult]:
     """Verify `output` (text, or a file given as a Path) against `spec`, or
     with `against_diff=REV` the working tree's change against that git
@@ -116,10 +115,9 @@ def verify(
     backend fails, so `resume_run` continues it without paying again (a
     batch does both); a plain run is escalated then.
 
-    The settings are one `VerifyOptions` (`options=`); passing them as
-    keyword arguments, as earlier releases did, still works and warns.
+    The settings are one `VerifyOptions` (`options=`).
     """
-    return _verify(spec, output, options_.resolve(VerifyOptions, options, keywords, "verify"))
+    return _verify(spec, output, options_.resolve(VerifyOptions, options, "verify"))
 
 
 async def _verify(
@@ -663,8 +661,7 @@ def verify_sync(
     spec: str,
     output: str | os.PathLike[str] | None = None,
     options: VerifyOptions | None = None,
-    **keywords: Any,
 ) -> VerifyResult:
     """`verify` for synchronous callers (not from inside a running event loop)."""
-    resolved = options_.resolve(VerifyOptions, options, keywords, "verify_sync")
+    resolved = options_.resolve(VerifyOptions, options, "verify_sync")
     return asyncio.run(_verify(spec, output, resolved))

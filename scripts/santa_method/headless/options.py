@@ -3,17 +3,13 @@
 Why objects rather than keywords: a run takes about twenty settings and a
 batch nearly thirty; one value can be built once, checked by a type
 checker, shared between calls and changed with `dataclasses.replace`, as
-the agent SDK's own options are. Every field has the default its keyword
-had. The keyword calls of earlier releases still work for a release, with
-a DeprecationWarning, and so does `max_cost_usd`, the old name of
-`budget_usd` (the name the CLI and the config use).
+the agent SDK's own options are. The options object is the API: settings
+are not taken as keyword arguments of `verify`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -68,11 +64,6 @@ class VerifyOptions:
     author_model: str | None = None
     """The model that wrote the output: when every reviewer is of its family,
     the run warns (once) that they tend to miss what it missed."""
-    max_cost_usd: float | None = None
-    """The old name of `budget_usd` (deprecated): moved there, and None after."""
-
-    def __post_init__(self) -> None:
-        _old_budget_name(self)
 
 
 @dataclass(frozen=True)
@@ -109,55 +100,16 @@ class BatchOptions:
     concurrency: int | None = None
     on_event: EventHook | None = None
     project_dir: str | os.PathLike[str] | None = None
-    max_cost_usd: float | None = None
-    """The old name of `budget_usd` (deprecated): moved there, and None after."""
-
-    def __post_init__(self) -> None:
-        _old_budget_name(self)
-
-
-def _old_budget_name(options: VerifyOptions | BatchOptions) -> None:
-    """Move a budget given by its old name to `budget_usd`. It is cleared
-    after the move, so `dataclasses.replace` of the options never carries an
-    old value beside a new one."""
-    old = options.max_cost_usd
-    if old is None:
-        return
-    if options.budget_usd is not None:
-        raise TypeError(
-            f"{type(options).__name__} takes budget_usd; max_cost_usd is its old name: give one"
-        )
-    warnings.warn(
-        f"{type(options).__name__}(max_cost_usd=...) is deprecated; it is budget_usd now",
-        DeprecationWarning,
-        stacklevel=4,
-    )
-    object.__setattr__(options, "budget_usd", old)
-    object.__setattr__(options, "max_cost_usd", None)
 
 
 Options = TypeVar("Options", VerifyOptions, BatchOptions)
 
 
-def resolve(
-    kind: type[Options], options: Options | None, keywords: dict[str, Any], caller: str
-) -> Options:
-    """The options of a call: `options`, or (deprecated) the old keywords on
-    top of it. An unknown keyword is a TypeError, as it always was."""
+def resolve(kind: type[Options], options: Options | None, caller: str) -> Options:
+    """The options of a call, or the defaults; another kind is a TypeError
+    naming the one the call takes."""
     if options is not None and not isinstance(options, kind):
         raise TypeError(
             f"{caller}() takes options={kind.__name__}(...), not {type(options).__name__}"
         )
-    if not keywords:
-        return options if options is not None else kind()
-    known = {f.name for f in dataclasses.fields(kind)}
-    unknown = sorted(set(keywords) - known)
-    if unknown:
-        raise TypeError(f"{caller}() got an unexpected keyword argument '{unknown[0]}'")
-    warnings.warn(
-        f"{caller}() with settings as keyword arguments is deprecated; pass "
-        f"options={kind.__name__}({', '.join(f'{k}=...' for k in sorted(keywords))})",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return dataclasses.replace(options if options is not None else kind(), **keywords)
+    return options if options is not None else kind()
