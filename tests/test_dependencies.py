@@ -92,8 +92,8 @@ def setup_installs(text: str) -> list[list[str]]:
 
 def test_readme_and_ci_install_from_the_lock_the_same_way() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (first_block,) = re.findall(r"^```bash\n(.*?)^```", readme, re.M | re.S)[:1]
-    (readme_install,) = setup_installs(first_block)
+    blocks = re.findall(r"^```bash\n(.*?)^```", readme, re.M | re.S)
+    (readme_install,) = [found for block in blocks for found in setup_installs(block)]
     (ci_install,) = setup_installs((ROOT / ".ci" / "run").read_text(encoding="utf-8"))
     assert readme_install == ci_install == ["-e", ".[dev]", "-c", "constraints.txt"]
 

@@ -229,3 +229,21 @@ def test_the_guard_is_installed_by_the_plugin_and_by_santa_init() -> None:
         e for e in settings["hooks"]["PreToolUse"] if "pretooluse-guard" in e["hooks"][0]["command"]
     ]
     assert vendored and vendored[0]["matcher"] == guarded
+
+
+def test_vendored_pretooluse_hooks_fail_closed_as_the_plugins_do() -> None:
+    plugin = json.loads((ROOT / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    wanted = {h["onFailure"] for e in plugin["hooks"]["PreToolUse"] for h in e["hooks"]}
+    assert wanted == {"block"}
+    settings, changed = vendor.merge_settings({})
+    assert changed
+    for entry in settings["hooks"]["PreToolUse"]:
+        assert entry["hooks"][0]["onFailure"] == "block"
+    assert "onFailure" not in settings["hooks"]["SubagentStop"][0]["hooks"][0]
+    # A settings file an older santa init wrote gets the key, and nothing is doubled.
+    for entry in settings["hooks"]["PreToolUse"]:
+        del entry["hooks"][0]["onFailure"]
+    again, changed = vendor.merge_settings(settings)
+    assert changed and len(again["hooks"]["PreToolUse"]) == 2
+    assert all(e["hooks"][0]["onFailure"] == "block" for e in again["hooks"]["PreToolUse"])
+    assert vendor.merge_settings(again)[1] is False

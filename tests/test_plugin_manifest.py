@@ -230,10 +230,16 @@ def test_engines_name_a_tested_claude_code_that_blocks_failed_hooks() -> None:
 
 
 def test_network_hosts_name_what_the_plugin_reaches() -> None:
-    """The package index (the first session's bootstrap) and the model API
-    (headless runs); validate shows them, nothing is limited by them."""
+    """The package index (the first session's bootstrap) and each model API a
+    headless backend calls by default; validate shows them, nothing is
+    limited by them."""
+    from urllib.parse import urlsplit
+
+    from santa_method.headless.backends.openai import DEFAULT_BASE_URL
+
     hosts = load(PLUGIN_JSON)["network"]["hosts"]
-    assert set(hosts) == {"pypi.org", "files.pythonhosted.org", "api.anthropic.com"}
+    apis = {"api.anthropic.com", urlsplit(DEFAULT_BASE_URL).hostname}
+    assert set(hosts) == {"pypi.org", "files.pythonhosted.org"} | apis
 
 
 # --- the real CLI ------------------------------------------------------------

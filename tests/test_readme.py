@@ -57,9 +57,20 @@ def test_readme_is_short_and_shows_the_command_near_the_top() -> None:
     assert "/santa-method:verify " in first_block
 
 
-def test_the_first_bash_block_sets_up_and_runs_the_main_job_as_ci_sets_up() -> None:
-    first = bash_blocks(README)[0]
+def test_the_sections_come_in_the_order_a_user_needs_them() -> None:
+    # What it is, using it in Claude Code, headless and CI in brief, then
+    # the two commands that set up and run the main job, and run the tests.
+    headings = re.findall(r"^## (.+)$", _FENCE.sub("", README), re.M)
+    order = ["Use it in Claude Code", "Headless and CI, in brief", "Set up, try it, run the tests"]
+    assert [h for h in headings if h in order] == order
+    assert README.index("/santa-method:verify") < README.index("## Use it in Claude Code")
+
+
+def test_the_set_up_sets_up_and_runs_the_main_job_as_ci_sets_up() -> None:
+    section = README.split("## Set up, try it, run the tests\n", 1)[1].split("\n## ", 1)[0]
+    first, *rest = bash_blocks(section)
     assert first == [SETUP, "santa demo"]
+    assert rest == [[TESTS]]
     ci_run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     # .ci/run makes the same venv and installs the same way, step by step.
     assert "python3 -m venv .venv" in ci_run and ". .venv/bin/activate" in ci_run

@@ -139,15 +139,25 @@ def merge_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         if not isinstance(entries, list):
             raise InputError(f".claude/settings.json hooks.{event} is not a list")
         command = _hook_command(name)
-        present = any(
-            isinstance(h, dict) and h.get("command") == command
+        present = [
+            h
             for entry in entries
             if isinstance(entry, dict)
             for h in entry.get("hooks", [])
-        )
+            if isinstance(h, dict) and h.get("command") == command
+        ]
+        # A PreToolUse hook that fails (a launcher gone, a crash) blocks the
+        # call instead of letting it through, as the plugin's do; a hook an
+        # older `santa init` wrote gets the key too.
+        blocking = {"onFailure": "block"} if event == "PreToolUse" else {}
+        for h in present:
+            if blocking and h.get("onFailure") != "block":
+                h.update(blocking)
+                changed = True
         if present:
             continue
-        entry: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": 60}]}
+        hook = {"type": "command", "command": command, "timeout": 60, **blocking}
+        entry: dict[str, Any] = {"hooks": [hook]}
         if matcher:
             entry = {"matcher": matcher, **entry}
         entries.append(entry)
