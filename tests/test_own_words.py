@@ -89,6 +89,18 @@ def test_words_under_such_keys_that_state_no_other_verdict_keep_a_pass(
     assert validate_object(review, rubric=RUBRIC).valid
 
 
+@pytest.mark.parametrize("key", ["\uff56\uff45\uff52\uff44\uff49\uff43\uff54", "ver\u200bdict"])
+def test_a_verdict_key_in_look_alike_or_hidden_letters_is_ambiguous(key: str) -> None:
+    _ambiguous(_pass_with(lambda r: r.update({key: "FAIL"})))
+
+
+@pytest.mark.parametrize("words", ["Overall: FAIL", "Conclusion: FAIL", "Status: FAIL"])
+def test_a_synonym_stated_in_prose_is_ambiguous_as_in_a_key(words: str) -> None:
+    before = validate_reply(f"{words}\n\n{json.dumps(pass_review())}", rubric=RUBRIC)
+    assert not before.valid and "ambiguous" in before.errors[0]
+    _ambiguous(_pass_with(lambda r: r.update({"summary": words})))
+
+
 @pytest.mark.parametrize("key", ["Result", "result ", "final_result"])
 def test_a_result_like_key_beside_a_check_is_ambiguous(key: str) -> None:
     _ambiguous(_pass_with(lambda r: r["checks"][2].update({key: "FAIL"})))

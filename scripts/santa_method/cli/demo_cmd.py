@@ -21,8 +21,9 @@ It works in a folder of its own (a new temporary one, or --dir DIR if DIR
 is new or empty), with its own .santa/ and log: your project, its runs and
 its metrics are never touched.
 
-Exit codes: 0 the demo ended NICE, 2 the folder is not empty (or the
-recording does not answer this santa's requests).
+Exit codes: 0 the demo ended NICE, 1 it did not (a santa that no longer
+ships the example), 2 the folder is not empty (or the recording does not
+answer this santa's requests).
 """
 
 

@@ -176,6 +176,12 @@ _RESULT = re.compile(_KEY.format(name=r"[\w-]{0,30}results?") + _VALUE, _FLAGS)
 _MENTION = re.compile(r"verdict|result", re.IGNORECASE)
 _WORD = re.compile("verdict", re.IGNORECASE)
 _RESULT_WORD = re.compile("result", re.IGNORECASE)
+# A word used for a verdict (`Overall: FAIL`): its key is one of these words,
+# and only PASS or FAIL after it states one (`Status: done` does not).
+_SYNONYM = re.compile(
+    _KEY.format(name=r"(?:overall|outcome|status|decision|conclusion)") + _VALUE, _FLAGS
+)
+_SYNONYM_WORD = re.compile("overall|outcome|status|decision|conclusion", re.IGNORECASE)
 # How far before its name a key may start: `[*_`"':<|]{0,4}[ \t]{0,4}` (the
 # name's own `[\w-]{0,30}` prefix is added where a pattern has it).
 _KEY_REACH = 8
@@ -325,7 +331,14 @@ def _norm(value: Any) -> str:
 
 
 def _key(key: Any) -> str:
-    return key.strip(" *_`\"':").lower() if isinstance(key, str) else ""
+    """A key as a reader sees it: compatibility forms folded (full-width
+    letters) and invisibles gone, as prose is read."""
+    if not isinstance(key, str):
+        return ""
+    text: str = key
+    if not text.isascii():
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    return text.strip(" *_`\"':").lower()
 
 
 def _results_of(final: dict[str, Any]) -> dict[str, str]:
@@ -438,6 +451,11 @@ def _one_word(value: Any) -> bool:
 def _text_claims(text: str, criteria: Sequence[str]) -> list[_Claim]:
     found: list[_Claim] = [("verdict", None, v) for v in _values(_VERDICT, text, _WORD, bare=True)]
     found += [("result", None, v) for v in _values(_RESULT, text, _RESULT_WORD, bare=False)]
+    found += [
+        ("verdict", None, v)
+        for v in _values(_SYNONYM, text, _SYNONYM_WORD, bare=False)
+        if v in _WORDS  # `"status": "open"` states no verdict
+    ]
     if criteria:
         pattern, names = _criteria_pattern(tuple(criteria))
         for match in _near(pattern, text, names, _KEY_REACH):
